@@ -1,0 +1,129 @@
+# cuscan - build, test, demo, bench, install.
+#   make            build/libcuscan.so (CUDA kernels when nvcc is found; CUDA=0 for the CPU backend alone)
+#   make test       every spec under LuaJIT; ends with "N passed, N failed[, N skipped]"
+#   make demo       the three seed problems, verified and timed
+#   make bench      the performance table (CSV=path also writes CSV); make bench-plot draws it
+#   make repl       the interactive REPL (bin/cuscan)
+#   make install PREFIX=/usr/local / make uninstall
+#   make asan       the C core and the CPU specs under AddressSanitizer and UBSan
+#   make sanitize   the specs under compute-sanitizer memcheck and racecheck (GPU host)
+
+PREFIX    ?= /usr/local
+BUILD     ?= build
+CC        ?= cc
+CUDA_HOME ?= $(firstword $(wildcard /usr/local/cuda) $(patsubst %/bin/nvcc,%,$(shell command -v nvcc 2>/dev/null)))
+NVCC      ?= $(firstword $(wildcard $(CUDA_HOME)/bin/nvcc) $(shell command -v nvcc 2>/dev/null))
+ifeq ($(strip $(NVCC)),)
+CUDA      ?= 0
+else
+CUDA      ?= 1
+endif
+CUDA_ARCH ?= 80 90
+PTX_ARCH  ?= $(lastword $(CUDA_ARCH))
+JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
+
+CFLAGS   ?= -O3
+CFLAGS   += -std=c11 -D_GNU_SOURCE -fPIC -Wall -Wextra -Werror -fopenmp -Isrc -DCS_WITH_CUDA=$(CUDA)
+LDLIBS    = -fopenmp -lm -lpthread
+NVFLAGS  ?= -O3
+NVFLAGS  += -std=c++17 -Xcompiler -fPIC,-Wall,-Wextra -Werror all-warnings -Isrc -DCS_WITH_CUDA=1 \
+            $(foreach a,$(CUDA_ARCH),-gencode arch=compute_$(a),code=sm_$(a)) \
+            -gencode arch=compute_$(PTX_ARCH),code=compute_$(PTX_ARCH)
+
+C_SRC  = $(filter-out src/cuda_stub.c,$(wildcard src/*.c))
+CU_SRC = $(wildcard kernels/*.cu)
+ifeq ($(CUDA),1)
+OBJS    = $(C_SRC:src/%.c=$(BUILD)/obj/%.o) $(CU_SRC:kernels/%.cu=$(BUILD)/obj/kernels/%.o)
+CFLAGS += -I$(CUDA_HOME)/include
+LDLIBS += -L$(CUDA_HOME)/lib64 -lcudart_static -lrt -ldl
+else
+OBJS    = $(C_SRC:src/%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/cuda_stub.o
+endif
+
+LIB  = $(BUILD)/libcuscan.so
+CDEF = $(BUILD)/cuscan.cdef
+
+.PHONY: all test demo bench bench-plot repl install uninstall asan sanitize clean tools
+all: $(LIB) $(CDEF)
+ifeq ($(CUDA),1)
+	@true
+else
+	@echo "cuscan: building the CPU backend alone ($(if $(NVCC),CUDA=0 given,no nvcc found)); CUDA specs will be skipped"
+endif
+
+$(BUILD)/obj/%.o: src/%.c src/cuscan.h src/internal.h src/scalar.h | $(BUILD)/obj
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/obj/kernels/%.o: kernels/%.cu $(wildcard kernels/*.cuh) src/cuscan.h src/internal.h src/scalar.h | $(BUILD)/obj/kernels
+	$(NVCC) $(NVFLAGS) -c $< -o $@
+
+$(BUILD)/obj $(BUILD)/obj/kernels:
+	@mkdir -p $@
+
+$(LIB): $(OBJS)
+	$(CC) -shared -o $@ $^ $(LDLIBS) -Wl,-z,defs
+
+# the header as LuaJIT's ffi.cdef reads it: no preprocessor lines, no C++ guards
+$(CDEF): src/cuscan.h | $(BUILD)/obj
+	sed -e '/^#/d' -e '/^extern "C"/d' -e '/^}$$/d' $< > $@
+
+# ---- Lua tools: install the Debian packages when root, else say how ----
+LUAJIT ?= $(shell command -v luajit 2>/dev/null)
+BUSTED ?= $(shell command -v busted 2>/dev/null)
+tools:
+	@if [ -z "$(LUAJIT)" ] || [ -z "$(BUSTED)" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "cuscan: installing luajit and busted (Debian packages)"; \
+	    (apt-get install -y -qq luajit libluajit-5.1-dev lua-busted >/dev/null 2>&1 || \
+	     (apt-get update -qq && apt-get install -y -qq luajit libluajit-5.1-dev lua-busted >/dev/null)) || exit 1; \
+	  else \
+	    echo "cuscan: luajit and busted are needed; run:  sudo apt-get install -y luajit libluajit-5.1-dev lua-busted"; exit 1; \
+	  fi; \
+	fi
+
+LUA_ENV = LUA_PATH="$(CURDIR)/lua/?.lua;$(CURDIR)/lua/?/init.lua;$$LUA_PATH;;"
+
+test: all tools
+	@$(LUA_ENV) $(MAKE) --no-print-directory run-specs
+
+run-specs:
+	@luajit $$(command -v busted) --output=spec/support/summary.lua $(SPEC_ARGS) spec examples/spec
+
+demo: all tools
+	@$(LUA_ENV) luajit examples/demo.lua
+
+bench: all tools
+	@$(LUA_ENV) luajit bench/bench.lua $(if $(CSV),--csv $(CSV))
+
+bench-plot: all tools
+	@$(LUA_ENV) luajit bench/plot.lua
+
+repl: all tools
+	@bin/cuscan
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/lib/cuscan $(DESTDIR)$(PREFIX)/share/lua/5.1/cuscan $(DESTDIR)$(PREFIX)/bin
+	install -m 755 $(LIB) $(DESTDIR)$(PREFIX)/lib/cuscan/libcuscan.so
+	install -m 644 $(CDEF) $(DESTDIR)$(PREFIX)/lib/cuscan/cuscan.cdef
+	install -m 644 lua/cuscan/*.lua $(DESTDIR)$(PREFIX)/share/lua/5.1/cuscan/
+	sed -e 's|^CUSCAN_INSTALLED_PREFIX=.*|CUSCAN_INSTALLED_PREFIX="$(PREFIX)"|' bin/cuscan > $(DESTDIR)$(PREFIX)/bin/cuscan
+	chmod 755 $(DESTDIR)$(PREFIX)/bin/cuscan
+
+uninstall:
+	rm -rf $(DESTDIR)$(PREFIX)/lib/cuscan $(DESTDIR)$(PREFIX)/share/lua/5.1/cuscan $(DESTDIR)$(PREFIX)/bin/cuscan
+
+asan: tools
+	$(MAKE) --no-print-directory BUILD=build/asan CUDA=0 CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" all
+	@$(LUA_ENV) CUSCAN_LIB=$(CURDIR)/build/asan/libcuscan.so CUSCAN_DEVICE=cpu \
+	  LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" \
+	  ASAN_OPTIONS=detect_leaks=0 $(MAKE) --no-print-directory run-specs
+
+sanitize: all tools
+	@for tool in memcheck racecheck; do \
+	  echo "== compute-sanitizer --tool $$tool"; \
+	  $(LUA_ENV) compute-sanitizer --tool $$tool --error-exitcode 1 --print-limit 20 \
+	    luajit $$(command -v busted) --output=spec/support/summary.lua --exclude-tags=slow,nosanitize spec || exit 1; \
+	done
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,266 @@
+/* alloc.c - storage on the host and on the CUDA device, the library's CUDA stream, and the
+ * bookkeeping of bytes held. Device memory comes from the stream-ordered pool (cudaMallocAsync),
+ * kept cached (release threshold at its maximum) so that the next op reuses it without a new
+ * cudaMalloc. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "internal.h"
+#if CS_WITH_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+static _Atomic int64_t held_bytes[2];
+
+/* ---- CUDA context ---- */
+static struct {
+    pthread_once_t once;
+    int available;
+    char reason[512];
+    int lost;                  /* a sticky fault happened: the context is unusable */
+    char lost_msg[512];
+#if CS_WITH_CUDA
+    cudaStream_t stream;
+#endif
+} cuda = { PTHREAD_ONCE_INIT, 0, "", 0, "" };
+
+#if CS_WITH_CUDA
+static void cuda_probe(void)
+{
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n == 0) {
+        snprintf(cuda.reason, sizeof cuda.reason, "no CUDA device (%s)",
+                 e != cudaSuccess ? cudaGetErrorString(e) : "none found");
+        cudaGetLastError();
+        return;
+    }
+    e = cudaSetDevice(0);
+    if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&cuda.stream, cudaStreamNonBlocking);
+    cudaMemPool_t pool;
+    if (e == cudaSuccess) e = cudaDeviceGetDefaultMemPool(&pool, 0);
+    if (e == cudaSuccess) {
+        uint64_t keep = UINT64_MAX;
+        e = cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
+    }
+    if (e != cudaSuccess) {
+        snprintf(cuda.reason, sizeof cuda.reason, "CUDA device unusable (%s)", cudaGetErrorString(e));
+        cudaGetLastError();
+        return;
+    }
+    cuda.available = 1;
+}
+#else
+static void cuda_probe(void)
+{
+    snprintf(cuda.reason, sizeof cuda.reason, "built without CUDA");
+}
+#endif
+
+int cs_cuda_available(void)
+{
+    pthread_once(&cuda.once, cuda_probe);
+    return cuda.available;
+}
+
+const char *cs_cuda_unavailable_reason(void)
+{
+    pthread_once(&cuda.once, cuda_probe);
+    return cuda.available ? "" : cuda.reason;
+}
+
+cs_status cs_cuda_ready(void)
+{
+    if (!cs_cuda_available())
+        return cs_fail(CS_ERR_NO_DEVICE, "CUDA is not available: %s", cuda.reason);
+    if (cuda.lost)
+        return cs_fail(CS_ERR_CUDA, "the CUDA context was lost earlier (%s); restart the process", cuda.lost_msg);
+    return CS_OK;
+}
+
+void *cs_cuda_stream_handle(void)
+{
+#if CS_WITH_CUDA
+    return (void *)cuda.stream;
+#else
+    return NULL;
+#endif
+}
+
+cs_status cs_cuda_check(int err, const char *what)
+{
+#if CS_WITH_CUDA
+    cudaError_t e = (cudaError_t)err;
+    if (e == cudaSuccess) return CS_OK;
+    const char *msg = cudaGetErrorString(e);
+    switch (e) {
+    case cudaErrorMemoryAllocation: {
+        cudaGetLastError();
+        return cs_fail(CS_ERR_OUT_OF_MEMORY, "%s: CUDA out of memory (%s)", what, msg);
+    }
+    case cudaErrorIllegalAddress: case cudaErrorLaunchFailure: case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress: case cudaErrorHardwareStackError: case cudaErrorInvalidPc:
+    case cudaErrorAssert: case cudaErrorECCUncorrectable: case cudaErrorLaunchTimeout:
+    case cudaErrorContextIsDestroyed: case cudaErrorDevicesUnavailable: case cudaErrorUnknown:
+        if (!cuda.lost) {
+            cuda.lost = 1;
+            snprintf(cuda.lost_msg, sizeof cuda.lost_msg, "%s: %s", what, msg);
+        }
+        return cs_fail(CS_ERR_CUDA, "%s failed: %s; the CUDA context is lost, restart the process", what, msg);
+    default:
+        cudaGetLastError();
+        return cs_fail(CS_ERR_CUDA, "%s failed: %s", what, msg);
+    }
+#else
+    (void)err;
+    return cs_fail(CS_ERR_NO_DEVICE, "%s: built without CUDA", what);
+#endif
+}
+
+cs_status cs_synchronize(void)
+{
+#if CS_WITH_CUDA
+    if (!cs_cuda_available()) return CS_OK;
+    cs_status st = cs_cuda_ready();
+    if (st) return st;
+    return cs_cuda_check(cudaStreamSynchronize(cuda.stream), "synchronize");
+#else
+    return CS_OK;
+#endif
+}
+
+cs_status cs_device_info(cs_device_properties *p)
+{
+    cs_status st = cs_cuda_ready();
+    if (st) return st;
+#if CS_WITH_CUDA
+    struct cudaDeviceProp prop;
+    st = cs_cuda_check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+    if (st) return st;
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "%s", prop.name);
+    p->total_memory = (int64_t)prop.totalGlobalMem;
+    p->major = prop.major;
+    p->minor = prop.minor;
+    p->multiprocessors = prop.multiProcessorCount;
+    p->l2_cache_bytes = prop.l2CacheSize;
+    cudaDriverGetVersion(&p->driver_version);
+    cudaRuntimeGetVersion(&p->runtime_version);
+#else
+    (void)p;
+#endif
+    return CS_OK;
+}
+
+cs_status cs_memory_info(cs_device device, int64_t *in_use, int64_t *free_bytes, int64_t *total_bytes)
+{
+    if (device != CS_CPU && device != CS_CUDA) return cs_fail(CS_ERR_ARGUMENT, "unknown device %d", (int)device);
+    *in_use = atomic_load(&held_bytes[device]);
+    if (device == CS_CPU) {
+        long page = sysconf(_SC_PAGESIZE);
+        *free_bytes = (int64_t)sysconf(_SC_AVPHYS_PAGES) * page;
+        *total_bytes = (int64_t)sysconf(_SC_PHYS_PAGES) * page;
+        return CS_OK;
+    }
+    cs_status st = cs_cuda_ready();
+    if (st) return st;
+#if CS_WITH_CUDA
+    size_t f = 0, t = 0;
+    st = cs_cuda_check(cudaMemGetInfo(&f, &t), "cudaMemGetInfo");
+    *free_bytes = (int64_t)f;
+    *total_bytes = (int64_t)t;
+#endif
+    return st;
+}
+
+/* ---- storage ---- */
+cs_status cs_storage_new(cs_storage **out, cs_device device, size_t bytes)
+{
+    void *data = NULL;
+    if (device == CS_CUDA) {
+        cs_status st = cs_cuda_ready();
+        if (st) return st;
+    }
+    if (bytes > 0) {
+        size_t rounded = (bytes + 255) & ~(size_t)255; /* kernels may read whole 16-byte vectors */
+        if (device == CS_CPU) {
+            if (posix_memalign(&data, 64, rounded) != 0) {
+                return cs_fail(CS_ERR_OUT_OF_MEMORY, "host out of memory: asked for %zu bytes", bytes);
+            }
+        } else {
+#if CS_WITH_CUDA
+            cudaError_t e = cudaMallocAsync(&data, rounded, cuda.stream);
+            if (e != cudaSuccess) {
+                size_t f = 0, t = 0;
+                cudaGetLastError();
+                cudaMemGetInfo(&f, &t);
+                if (e == cudaErrorMemoryAllocation)
+                    return cs_fail(CS_ERR_OUT_OF_MEMORY,
+                                   "CUDA out of memory: asked for %zu bytes, %zu free of %zu", bytes, f, t);
+                return cs_cuda_check(e, "cudaMallocAsync");
+            }
+#endif
+        }
+    }
+    cs_storage *s = malloc(sizeof *s);
+    if (!s) {
+        if (device == CS_CPU) free(data);
+#if CS_WITH_CUDA
+        else if (data) cudaFreeAsync(data, cuda.stream);
+#endif
+        return cs_fail(CS_ERR_OUT_OF_MEMORY, "host out of memory (tensor handle)");
+    }
+    s->refcount = 1;
+    s->device = device;
+    s->data = data;
+    s->bytes = bytes;
+    atomic_fetch_add(&held_bytes[device], (int64_t)bytes);
+    *out = s;
+    return CS_OK;
+}
+
+void cs_storage_release(cs_storage *s)
+{
+    if (!s || --s->refcount > 0) return;
+    if (s->device == CS_CPU) {
+        free(s->data);
+    } else {
+#if CS_WITH_CUDA
+        if (s->data && !cuda.lost) {
+            cudaError_t e = cudaFreeAsync(s->data, cuda.stream);
+            if (e != cudaSuccess) cs_cuda_check(e, "cudaFreeAsync");
+        }
+#endif
+    }
+    atomic_fetch_sub(&held_bytes[s->device], (int64_t)s->bytes);
+    free(s);
+}
+
+/* Library-owned scratch for kernels (look-back status words): one buffer, grown on demand. The
+ * stream orders its reuse, so the next op may take it as soon as it is queued. */
+cs_status cs_cuda_scratch(void **ptr, size_t bytes)
+{
+#if CS_WITH_CUDA
+    static void *buf;
+    static size_t have;
+    if (bytes > have) {
+        if (buf) cudaFreeAsync(buf, cuda.stream);
+        buf = NULL;
+        have = 0;
+        size_t want = bytes < ((size_t)1 << 20) ? ((size_t)1 << 20) : bytes;
+        cudaError_t e = cudaMallocAsync(&buf, want, cuda.stream);
+        if (e != cudaSuccess) return cs_cuda_check(e, "scratch allocation");
+        have = want;
+    }
+    *ptr = buf;
+    return CS_OK;
+#else
+    (void)bytes;
+    *ptr = NULL;
+    return cs_fail(CS_ERR_NO_DEVICE, "built without CUDA");
+#endif
+}

@@ -1,0 +1,203 @@
+/*
+ * cuscan.h - the whole public C API of cuscan.
+ *
+ * SYNOPSIS
+ *     #include "cuscan.h"      link with -lcuscan
+ *
+ * DESCRIPTION
+ *     cuscan keeps n-dimensional tensors (up to CS_MAX_DIMS dims) in host or CUDA device memory and
+ *     runs cumulative sums and products along any dim on either device. A tensor handle (cs_tensor)
+ *     is a view: dtype, device, shape, strides and a storage offset over a reference-counted storage.
+ *     Several handles may share one storage; the storage goes away with its last handle.
+ *
+ *     Dims are 0-based in this C API (the Lua module turns its 1-based dims into these).
+ *     Strides and offsets count elements, not bytes.
+ *
+ *     Every function that can fail returns a cs_status. On failure it sets a message for the calling
+ *     thread that cs_last_error() returns, and leaves every tensor the caller holds unchanged. Nothing
+ *     here prints, exits or aborts on a caller's mistake.
+ *
+ *     CUDA work is queued on the library's own stream and returns before it finishes (asynchronous);
+ *     functions that hand data to the host (cs_copy into a CPU tensor, cs_compare) wait for it.
+ *     cs_synchronize() waits for everything queued.
+ *
+ *     This header is also read by the LuaJIT module through ffi.cdef, after the build removes its
+ *     preprocessor lines: keep declarations plain C without macros.
+ */
+#ifndef CUSCAN_H
+#define CUSCAN_H
+#include <stddef.h>
+#include <stdint.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Status codes. */
+typedef enum cs_status {
+    CS_OK = 0,
+    CS_ERR_ARGUMENT = 1,      /* a bad argument; the message names it and what was expected */
+    CS_ERR_OUT_OF_MEMORY = 2, /* an allocation failed; the message gives the bytes asked for and free */
+    CS_ERR_UNSUPPORTED = 3,   /* the dtype or op is not supported for this call */
+    CS_ERR_NO_DEVICE = 4,     /* a CUDA tensor was asked for but no CUDA device is usable */
+    CS_ERR_CUDA = 5,          /* the CUDA runtime failed; a lost context stays failed (sticky) */
+    CS_ERR_RELEASED = 6       /* the tensor's storage was released with cs_tensor_release */
+} cs_status;
+
+typedef enum cs_dtype { CS_FLOAT32 = 0, CS_FLOAT64 = 1, CS_INT32 = 2, CS_INT64 = 3, CS_BOOL = 4 } cs_dtype;
+typedef enum cs_device { CS_CPU = 0, CS_CUDA = 1 } cs_device;
+enum { CS_MAX_DIMS = 8 };
+
+typedef struct cs_tensor cs_tensor;
+
+/* ---- library ----------------------------------------------------------------------------------- */
+
+/* Version string, e.g. "0.1.0". */
+const char *cs_version(void);
+
+/* The message of the last failed call on this thread ("" if none). Valid until the next call. */
+const char *cs_last_error(void);
+
+/* Bytes per element of a dtype (bool is 1). */
+size_t cs_dtype_size(cs_dtype dtype);
+
+/* 1 when the library was built with CUDA and a device is usable, else 0. The first call probes. */
+int cs_cuda_available(void);
+
+/* Why CUDA is not available ("" when it is): "built without CUDA", the runtime's message, ... */
+const char *cs_cuda_unavailable_reason(void);
+
+typedef struct cs_device_properties {
+    char name[256];
+    int64_t total_memory;          /* bytes */
+    int major, minor;              /* compute capability */
+    int multiprocessors;
+    int64_t l2_cache_bytes;
+    int driver_version, runtime_version;
+} cs_device_properties;
+
+/* Fills *props for the CUDA device in use. CS_ERR_NO_DEVICE without one. */
+cs_status cs_device_info(cs_device_properties *props);
+
+/* Waits until all queued CUDA work is done; reports an asynchronous kernel fault here. */
+cs_status cs_synchronize(void);
+
+/* Memory on a device: bytes cuscan holds in live storages, and the device's free and total bytes
+ * (for CS_CPU: the host's available and total physical memory). */
+cs_status cs_memory_info(cs_device device, int64_t *in_use, int64_t *free_bytes, int64_t *total_bytes);
+
+/* ---- tensors ----------------------------------------------------------------------------------- */
+
+/* A new tensor with fresh, uninitialised storage, contiguous (row-major). ndim 0 is a scalar. */
+cs_status cs_empty(cs_tensor **out, int ndim, const int64_t *shape, cs_dtype dtype, cs_device device);
+
+/* A new tensor shaped like `like` whose strides follow like's dim order (densely packed), so that an
+ * element-wise op between them walks both in the same order. Falls back to row-major when like's
+ * strides are not a permutation of a dense layout. */
+cs_status cs_empty_like(cs_tensor **out, const cs_tensor *like, cs_dtype dtype, cs_device device);
+
+/* A view of base's storage with the given shape, strides (>= 0) and offset; every element it can
+ * address must lie inside the storage. */
+cs_status cs_as_strided(cs_tensor **out, const cs_tensor *base, int ndim, const int64_t *shape,
+                        const int64_t *strides, int64_t offset);
+
+/* Drops the handle (and its storage reference). For garbage collectors; NULL is ignored. */
+void cs_tensor_free(cs_tensor *t);
+
+/* Releases the handle's storage reference now; the handle stays valid but every later use of it
+ * fails with CS_ERR_RELEASED. Storage shared with other views lives on until they go too. */
+cs_status cs_tensor_release(cs_tensor *t);
+
+int cs_tensor_ndim(const cs_tensor *t);
+int64_t cs_tensor_size(const cs_tensor *t, int dim);
+int64_t cs_tensor_stride(const cs_tensor *t, int dim);
+int64_t cs_tensor_offset(const cs_tensor *t);
+int64_t cs_tensor_numel(const cs_tensor *t);
+cs_dtype cs_tensor_dtype(const cs_tensor *t);
+cs_device cs_tensor_device(const cs_tensor *t);
+int cs_tensor_is_contiguous(const cs_tensor *t);
+int cs_tensor_is_released(const cs_tensor *t);
+
+/* Storage base pointer of a CPU tensor (element i lives at base[offset + sum(idx*stride)]);
+ * NULL for CUDA tensors and released ones. */
+void *cs_tensor_host_data(const cs_tensor *t);
+
+/* How two tensors' element ranges relate: 0 disjoint, 1 the very same view (same storage, offset,
+ * shape and strides), 2 overlapping some other way (or possibly so). */
+int cs_tensor_overlap(const cs_tensor *a, const cs_tensor *b);
+
+/* ---- filling and moving data ------------------------------------------------------------------- */
+
+cs_status cs_fill(cs_tensor *t, double value);
+cs_status cs_fill_int64(cs_tensor *t, int64_t value);
+
+/* Uniform numbers in [0, 1) from Philox4x32-10 keyed by seed, counting elements in row-major order:
+ * the same seed gives the same values on either device and any layout. float dtypes only. */
+cs_status cs_rand(cs_tensor *t, uint64_t seed);
+
+/* t[i] = start + i * step in row-major order. */
+cs_status cs_arange(cs_tensor *t, double start, double step);
+
+/* dst = src element by element: same shape, any dtypes (converted as C casts do; bool is v != 0),
+ * any strides, any devices. Waits when dst is on the CPU and src on CUDA. */
+cs_status cs_copy(cs_tensor *dst, const cs_tensor *src);
+
+/* ---- scans ------------------------------------------------------------------------------------- */
+
+typedef enum cs_scan_op { CS_SCAN_SUM = 0, CS_SCAN_PROD = 1 } cs_scan_op;
+enum { CS_SCAN_REVERSE = 1, CS_SCAN_EXCLUSIVE = 2 };
+
+/* Cumulative sum or product of x along dim, written to out.
+ *   flags   CS_SCAN_REVERSE: from the end of the dim toward its start, in one pass.
+ *           CS_SCAN_EXCLUSIVE: element i gets the scan of the elements strictly before it (after it
+ *           when reversed); the first gets the identity (0 or 1).
+ *   mask    NULL, or a bool tensor of x's shape and device: elements where it is false count as the
+ *           identity, so a NaN or Inf under a false mask never reaches the result.
+ *   out     x's shape and device; its dtype is the accumulation type. Supported (x -> out):
+ *           float32 -> float32|float64, float64 -> float64, int32 -> int32|int64, int64 -> int64,
+ *           bool -> int32|int64 (sum only). out may be x itself (in place) but must not otherwise
+ *           overlap x or mask.
+ * Float sums start from +0.0; integer sums and products wrap around (two's complement). Results are
+ * deterministic: the same bits on every run for a given device, shape, layout and dtype. */
+cs_status cs_scan(cs_tensor *out, const cs_tensor *x, int dim, cs_scan_op op, unsigned flags,
+                  const cs_tensor *mask);
+
+/* ---- element-wise ops and reductions (toolkit) ------------------------------------------------- */
+
+typedef enum cs_unary_op {
+    CS_NEG = 0, CS_EXP = 1, CS_LOG = 2, CS_ABS = 3, CS_SQRT = 4, CS_LOGICAL_NOT = 5
+} cs_unary_op;
+
+typedef enum cs_binary_op {
+    CS_ADD = 0, CS_SUB = 1, CS_MUL = 2, CS_DIV = 3, CS_POW = 4,
+    CS_LT = 5, CS_LE = 6, CS_GT = 7, CS_GE = 8, CS_EQ = 9, CS_NE = 10,
+    CS_LOGICAL_AND = 11, CS_LOGICAL_OR = 12, CS_MAX2 = 13, CS_MIN2 = 14
+} cs_binary_op;
+
+typedef enum cs_reduce_op { CS_REDUCE_SUM = 0, CS_REDUCE_MEAN = 1, CS_REDUCE_MAX = 2, CS_REDUCE_MIN = 3 } cs_reduce_op;
+
+/* out = op(x). Computed in out's dtype (x is converted first); out has x's shape and device. */
+cs_status cs_unary(cs_tensor *out, const cs_tensor *x, cs_unary_op op);
+
+/* out = op(a, b), element-wise over one shape (broadcast by passing stride-0 views). Arithmetic is
+ * computed in out's dtype; comparisons and logical ops in the wider of a's and b's dtypes, with a
+ * bool out. Integer division by zero gives 0; integer arithmetic wraps. */
+cs_status cs_binary(cs_tensor *out, const cs_tensor *a, const cs_tensor *b, cs_binary_op op);
+
+/* out = op(a, s) or, with scalar_first, op(s, a). */
+cs_status cs_binary_scalar(cs_tensor *out, const cs_tensor *a, double s, cs_binary_op op, int scalar_first);
+
+/* Reduces x along dim into out (x's shape without dim, on x's device), or over all elements when
+ * dim is -1 (out then holds one element). Sums of floats accumulate in float64 on the CPU and in a
+ * fixed tree on CUDA; max and min propagate NaN. */
+cs_status cs_reduce(cs_tensor *out, const cs_tensor *x, int dim, cs_reduce_op op);
+
+/* Comparison of two tensors of one shape on any devices: *max_abs gets max |a - b| over elements
+ * (NaN if a NaN sits where the other has none), *n_far the count of elements where
+ * |a - b| > atol + rtol * |b| (numpy's allclose rule; NaNs count as equal when equal_nan). */
+cs_status cs_compare(const cs_tensor *a, const cs_tensor *b, double rtol, double atol, int equal_nan,
+                     double *max_abs, int64_t *n_far);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

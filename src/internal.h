@@ -1,0 +1,131 @@
+/* internal.h - what the C core and the CUDA kernels share: tensor layout, iteration and scan plans,
+ * error reporting and the backend entry points. Plain C so that kernels/ (C++) can include it. */
+#ifndef CUSCAN_INTERNAL_H
+#define CUSCAN_INTERNAL_H
+#include "cuscan.h"
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cs_storage {
+    int refcount;
+    cs_device device;
+    void *data;
+    size_t bytes;
+} cs_storage;
+
+struct cs_tensor {
+    cs_storage *storage;       /* NULL once released */
+    cs_dtype dtype;
+    cs_device device;
+    int ndim;
+    int released;
+    int64_t offset;
+    int64_t shape[CS_MAX_DIMS];
+    int64_t strides[CS_MAX_DIMS];
+};
+
+/* ---- errors (error.c) ---- */
+cs_status cs_fail(cs_status status, const char *fmt, ...)
+#ifdef __GNUC__
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+const char *cs_dtype_name(cs_dtype dtype);
+
+/* ---- storage (alloc.c) ---- */
+cs_status cs_storage_new(cs_storage **out, cs_device device, size_t bytes);
+void cs_storage_release(cs_storage *s);
+void *cs_tensor_ptr(const cs_tensor *t); /* address of element 0 (storage + offset) */
+cs_status cs_check_usable(const cs_tensor *t, const char *what);
+cs_status cs_cuda_ready(void);            /* CS_OK when CUDA can be used now */
+void *cs_cuda_stream_handle(void);        /* the library's cudaStream_t */
+cs_status cs_cuda_check(int cuda_error, const char *what); /* maps a cudaError_t to a status */
+cs_status cs_cuda_scratch(void **ptr, size_t bytes);       /* library-owned scratch, grown on demand */
+
+/* ---- layout helpers (layout.c) ---- */
+enum { CS_MAX_OPERANDS = 3 };
+
+/* Dims shared by up to three operands, with per-operand strides, after size-1 dims are dropped and
+ * neighbours that are contiguous in every operand are merged. Dim order is outermost first. */
+typedef struct cs_iter {
+    int ndim;
+    int64_t shape[CS_MAX_DIMS];
+    int64_t strides[CS_MAX_OPERANDS][CS_MAX_DIMS];
+} cs_iter;
+
+/* Builds an iteration over tensors[0..n) (same shape), skipping dim `skip` (-1: none). Dims are
+ * ordered by operand 0's strides (largest outermost) so that its walk is as linear as possible. */
+void cs_iter_build(cs_iter *it, int n, const cs_tensor *const *tensors, int skip);
+int64_t cs_iter_numel(const cs_iter *it);
+int cs_dtype_is_float(cs_dtype d);
+int64_t cs_numel_of(int ndim, const int64_t *shape);
+
+/* ---- scan plan (scan.c) ---- */
+typedef enum cs_scan_layout {
+    CS_LAYOUT_ROWS = 0,    /* lines are walked one by one (contiguous along the dim when strides are 1) */
+    CS_LAYOUT_COLUMNS = 1  /* neighbouring lines are neighbours in memory along `inner` */
+} cs_scan_layout;
+
+typedef struct cs_scan_plan {
+    cs_scan_op op;
+    int reverse, exclusive;
+    cs_dtype in_dtype, out_dtype;
+    cs_scan_layout layout;
+    const void *x;
+    const unsigned char *mask;  /* NULL when unmasked */
+    void *out;
+    int64_t len;                               /* length of the scanned dim */
+    int64_t scan_stride[CS_MAX_OPERANDS];      /* x, mask, out */
+    int64_t inner;                             /* COLUMNS: lines side by side; ROWS: 1 */
+    int64_t inner_stride[CS_MAX_OPERANDS];
+    cs_iter outer;                             /* the remaining dims */
+    int64_t nouter;
+} cs_scan_plan;
+
+/* ---- element-wise plans (ops.c) ---- */
+typedef struct cs_elementwise_plan {
+    int nin;                    /* 0, 1 or 2 inputs; operand 0 is the output */
+    cs_dtype dtype[CS_MAX_OPERANDS];
+    void *ptr[CS_MAX_OPERANDS];
+    cs_iter it;
+    int64_t numel;
+    int op;                     /* cs_unary_op, cs_binary_op, or a fill/rand/arange code below */
+    cs_dtype compute;           /* dtype the op is computed in */
+    double scalar;              /* fill value, binary scalar, arange start, ... */
+    double scalar2;             /* arange step */
+    int64_t iscalar;            /* exact int64 fill value */
+    uint64_t seed;
+    int scalar_first;           /* binary scalar: op(s, a) */
+    int has_scalar;             /* binary with a scalar instead of operand 2 */
+} cs_elementwise_plan;
+
+enum { CS_EW_FILL = 100, CS_EW_RAND = 101, CS_EW_ARANGE = 102, CS_EW_COPY = 103 };
+
+typedef struct cs_reduce_plan {
+    cs_reduce_op op;
+    cs_dtype in_dtype, out_dtype;
+    const void *x;
+    void *out;
+    int64_t len, stride;        /* the reduced dim (all elements: len = numel) */
+    cs_iter outer;              /* x strides in operand 0, out strides in operand 1 */
+    int64_t nouter;
+} cs_reduce_plan;
+
+/* ---- backends: CPU (cpu_*.c) and CUDA (kernels/api.cu; stubs when built without CUDA) ---- */
+cs_status cs_cpu_scan(const cs_scan_plan *p);
+cs_status cs_cpu_elementwise(const cs_elementwise_plan *p);
+cs_status cs_cpu_reduce(const cs_reduce_plan *p);
+cs_status cs_cpu_compare(const cs_elementwise_plan *p, double rtol, double atol, int equal_nan,
+                         double *max_abs, int64_t *n_far);
+
+cs_status cs_cuda_scan(const cs_scan_plan *p);
+cs_status cs_cuda_elementwise(const cs_elementwise_plan *p);
+cs_status cs_cuda_reduce(const cs_reduce_plan *p);
+cs_status cs_cuda_compare(const cs_elementwise_plan *p, double rtol, double atol, int equal_nan,
+                          double *max_abs, int64_t *n_far);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

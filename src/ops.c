@@ -1,0 +1,305 @@
+/* ops.c - fill, rand, arange, copy (within and across devices), element-wise ops, reductions and
+ * comparisons: argument checks, plans, backend dispatch. */
+#include <string.h>
+#include "internal.h"
+
+static cs_status ew_plan(cs_elementwise_plan *p, int nin, cs_tensor *out, const cs_tensor *a, const cs_tensor *b)
+{
+    const cs_tensor *ts[3] = { out, a ? a : out, b ? b : out };
+    memset(p, 0, sizeof *p);
+    p->nin = nin;
+    for (int o = 0; o < 3; o++) {
+        p->dtype[o] = ts[o]->dtype;
+        p->ptr[o] = cs_tensor_ptr(ts[o]);
+    }
+    cs_iter_build(&p->it, 3, ts, -1);
+    p->numel = cs_iter_numel(&p->it);
+    p->compute = out->dtype;
+    return CS_OK;
+}
+
+static cs_status run_ew(const cs_elementwise_plan *p, cs_device device)
+{
+    if (p->numel == 0) return CS_OK;
+    return device == CS_CUDA ? cs_cuda_elementwise(p) : cs_cpu_elementwise(p);
+}
+
+static int same_shape(const cs_tensor *a, const cs_tensor *b)
+{
+    return a->ndim == b->ndim && !memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim);
+}
+
+static cs_status check_pair(const cs_tensor *out, const cs_tensor *a, const char *an)
+{
+    cs_status st = cs_check_usable(a, an);
+    if (st) return st;
+    if (a->device != out->device) return cs_fail(CS_ERR_ARGUMENT, "%s: expected a tensor on the same device", an);
+    if (!same_shape(a, out)) return cs_fail(CS_ERR_ARGUMENT, "%s: expected the output's shape", an);
+    return CS_OK;
+}
+
+cs_status cs_fill(cs_tensor *t, double value)
+{
+    cs_status st = cs_check_usable(t, "fill");
+    if (st) return st;
+    cs_elementwise_plan p;
+    ew_plan(&p, 0, t, NULL, NULL);
+    p.op = CS_EW_FILL;
+    p.scalar = value;
+    p.iscalar = (t->dtype == CS_INT32 || t->dtype == CS_INT64 || t->dtype == CS_BOOL)
+                    ? (value != value ? 0 : (value >= 9.2e18 ? INT64_MAX : (value <= -9.2e18 ? INT64_MIN : (int64_t)value)))
+                    : 0;
+    if (t->dtype == CS_BOOL) p.iscalar = value != 0.0;
+    return run_ew(&p, t->device);
+}
+
+cs_status cs_fill_int64(cs_tensor *t, int64_t value)
+{
+    cs_status st = cs_check_usable(t, "fill");
+    if (st) return st;
+    cs_elementwise_plan p;
+    ew_plan(&p, 0, t, NULL, NULL);
+    p.op = CS_EW_FILL;
+    p.scalar = (double)value;
+    p.iscalar = t->dtype == CS_BOOL ? value != 0 : value;
+    return run_ew(&p, t->device);
+}
+
+/* Ops that number elements in row-major order need the iteration in the tensor's own dim order,
+ * not the stride order cs_iter_build picks; they get an unsorted, unmerged iteration. */
+static void row_major_iter(cs_iter *it, const cs_tensor *t)
+{
+    it->ndim = t->ndim;
+    for (int d = 0; d < t->ndim; d++) {
+        it->shape[d] = t->shape[d];
+        for (int o = 0; o < CS_MAX_OPERANDS; o++) it->strides[o][d] = t->strides[d];
+    }
+    if (t->ndim == 0) {
+        it->ndim = 1;
+        it->shape[0] = 1;
+        for (int o = 0; o < CS_MAX_OPERANDS; o++) it->strides[o][0] = 1;
+    }
+}
+
+cs_status cs_rand(cs_tensor *t, uint64_t seed)
+{
+    cs_status st = cs_check_usable(t, "rand");
+    if (st) return st;
+    if (!cs_dtype_is_float(t->dtype))
+        return cs_fail(CS_ERR_UNSUPPORTED, "rand: dtype %s is not a float dtype", cs_dtype_name(t->dtype));
+    cs_elementwise_plan p;
+    ew_plan(&p, 0, t, NULL, NULL);
+    row_major_iter(&p.it, t);
+    p.op = CS_EW_RAND;
+    p.seed = seed;
+    return run_ew(&p, t->device);
+}
+
+cs_status cs_arange(cs_tensor *t, double start, double step)
+{
+    cs_status st = cs_check_usable(t, "arange");
+    if (st) return st;
+    cs_elementwise_plan p;
+    ew_plan(&p, 0, t, NULL, NULL);
+    row_major_iter(&p.it, t);
+    p.op = CS_EW_ARANGE;
+    p.scalar = start;
+    p.scalar2 = step;
+    p.compute = cs_dtype_is_float(t->dtype) ? CS_FLOAT64 : CS_INT64;
+    return run_ew(&p, t->device);
+}
+
+/* A contiguous tensor of src's shape and the given dtype/device. */
+static cs_status contiguous_temp(cs_tensor **tmp, const cs_tensor *src, cs_dtype dtype, cs_device device)
+{
+    return cs_empty(tmp, src->ndim, src->shape, dtype, device);
+}
+
+cs_status cs_transfer_contiguous(cs_tensor *dst, const cs_tensor *src); /* transfer.c */
+
+cs_status cs_copy(cs_tensor *dst, const cs_tensor *src)
+{
+    cs_status st = cs_check_usable(dst, "copy destination");
+    if (st) return st;
+    if ((st = cs_check_usable(src, "copy source"))) return st;
+    if (!same_shape(dst, src)) return cs_fail(CS_ERR_ARGUMENT, "copy: source and destination shapes differ");
+    if (cs_tensor_numel(dst) == 0) return CS_OK;
+    if (dst->device == src->device) {
+        if (cs_tensor_overlap(dst, src) == 1) return CS_OK;
+        if (cs_tensor_overlap(dst, src) == 2) {
+            /* go through a temporary so that no element is read after being overwritten */
+            cs_tensor *tmp;
+            if ((st = contiguous_temp(&tmp, src, src->dtype, src->device))) return st;
+            st = cs_copy(tmp, src);
+            if (!st) st = cs_copy(dst, tmp);
+            cs_tensor_free(tmp);
+            return st;
+        }
+        cs_elementwise_plan p;
+        ew_plan(&p, 1, dst, src, NULL);
+        p.op = CS_EW_COPY;
+        p.compute = (cs_dtype_is_float(dst->dtype) || cs_dtype_is_float(src->dtype)) ? CS_FLOAT64 : CS_INT64;
+        return run_ew(&p, dst->device);
+    }
+    /* across devices: the bytes travel contiguous and in src's dtype; the receiving side scatters */
+    if (cs_tensor_is_contiguous(src) && cs_tensor_is_contiguous(dst) && src->dtype == dst->dtype)
+        return cs_transfer_contiguous(dst, src);
+    cs_tensor *staged_src = NULL, *staged_dst = NULL;
+    const cs_tensor *from = src;
+    if (!cs_tensor_is_contiguous(src)) {
+        if ((st = contiguous_temp(&staged_src, src, src->dtype, src->device))) return st;
+        if ((st = cs_copy(staged_src, src))) goto done;
+        from = staged_src;
+    }
+    if ((st = contiguous_temp(&staged_dst, src, src->dtype, dst->device))) goto done;
+    if ((st = cs_transfer_contiguous(staged_dst, from))) goto done;
+    st = cs_copy(dst, staged_dst);
+done:
+    cs_tensor_free(staged_src);
+    cs_tensor_free(staged_dst);
+    return st;
+}
+
+cs_status cs_unary(cs_tensor *out, const cs_tensor *x, cs_unary_op op)
+{
+    cs_status st = cs_check_usable(out, "out");
+    if (st) return st;
+    if ((st = check_pair(out, x, "x"))) return st;
+    if ((unsigned)op > CS_LOGICAL_NOT) return cs_fail(CS_ERR_ARGUMENT, "unknown unary op %d", (int)op);
+    cs_elementwise_plan p;
+    ew_plan(&p, 1, out, x, NULL);
+    p.op = op;
+    p.compute = op == CS_LOGICAL_NOT ? CS_BOOL : out->dtype;
+    return run_ew(&p, out->device);
+}
+
+static cs_dtype wider(cs_dtype a, cs_dtype b)
+{
+    if (a == CS_FLOAT64 || b == CS_FLOAT64) return CS_FLOAT64;
+    if (a == CS_FLOAT32 || b == CS_FLOAT32) return CS_FLOAT32;
+    if (a == CS_INT64 || b == CS_INT64) return CS_INT64;
+    if (a == CS_INT32 || b == CS_INT32) return CS_INT32;
+    return CS_BOOL;
+}
+
+static int is_predicate(cs_binary_op op) { return op >= CS_LT && op <= CS_LOGICAL_OR; }
+
+cs_status cs_binary(cs_tensor *out, const cs_tensor *a, const cs_tensor *b, cs_binary_op op)
+{
+    cs_status st = cs_check_usable(out, "out");
+    if (st) return st;
+    if ((st = check_pair(out, a, "a"))) return st;
+    if ((st = check_pair(out, b, "b"))) return st;
+    if ((unsigned)op > CS_MIN2) return cs_fail(CS_ERR_ARGUMENT, "unknown binary op %d", (int)op);
+    if ((cs_tensor_overlap(out, a) == 2) || (cs_tensor_overlap(out, b) == 2))
+        return cs_fail(CS_ERR_ARGUMENT, "out: overlaps an input partially");
+    cs_elementwise_plan p;
+    ew_plan(&p, 2, out, a, b);
+    p.op = op;
+    p.compute = is_predicate(op) ? wider(a->dtype, b->dtype) : out->dtype;
+    return run_ew(&p, out->device);
+}
+
+cs_status cs_binary_scalar(cs_tensor *out, const cs_tensor *a, double s, cs_binary_op op, int scalar_first)
+{
+    cs_status st = cs_check_usable(out, "out");
+    if (st) return st;
+    if ((st = check_pair(out, a, "a"))) return st;
+    if ((unsigned)op > CS_MIN2) return cs_fail(CS_ERR_ARGUMENT, "unknown binary op %d", (int)op);
+    if (cs_tensor_overlap(out, a) == 2) return cs_fail(CS_ERR_ARGUMENT, "out: overlaps the input partially");
+    cs_elementwise_plan p;
+    ew_plan(&p, 1, out, a, NULL);
+    p.op = op;
+    p.has_scalar = 1;
+    p.scalar = s;
+    p.scalar_first = scalar_first;
+    int s_is_int = s == (double)(int64_t)s;
+    p.compute = is_predicate(op) ? (cs_dtype_is_float(a->dtype) || !s_is_int ? CS_FLOAT64 : CS_INT64) : out->dtype;
+    return run_ew(&p, out->device);
+}
+
+cs_status cs_reduce(cs_tensor *out, const cs_tensor *x, int dim, cs_reduce_op op)
+{
+    cs_status st = cs_check_usable(out, "out");
+    if (st) return st;
+    if ((st = cs_check_usable(x, "x"))) return st;
+    if (x->device != out->device) return cs_fail(CS_ERR_ARGUMENT, "out: expected a tensor on x's device");
+    if ((unsigned)op > CS_REDUCE_MIN) return cs_fail(CS_ERR_ARGUMENT, "unknown reduction %d", (int)op);
+    if (dim < -1 || dim >= x->ndim) return cs_fail(CS_ERR_ARGUMENT, "dim: %d is out of range for a tensor of %d dims", dim, x->ndim);
+    int64_t len = dim < 0 ? cs_tensor_numel(x) : x->shape[dim];
+    if (dim < 0 ? cs_tensor_numel(out) != 1 : cs_tensor_numel(out) * len != cs_tensor_numel(x))
+        return cs_fail(CS_ERR_ARGUMENT, "out: wrong number of elements for the reduction");
+    if (len == 0 && (op == CS_REDUCE_MAX || op == CS_REDUCE_MIN))
+        return cs_fail(CS_ERR_ARGUMENT, "%s of an empty tensor (or dim) has no value", op == CS_REDUCE_MAX ? "max" : "min");
+    if (cs_tensor_numel(out) == 0) return CS_OK;
+    cs_tensor *tmp = NULL;
+    if (dim < 0 && !cs_tensor_is_contiguous(x)) {
+        if ((st = contiguous_temp(&tmp, x, x->dtype, x->device))) return st;
+        if ((st = cs_copy(tmp, x))) { cs_tensor_free(tmp); return st; }
+        x = tmp;
+    }
+    cs_reduce_plan p;
+    memset(&p, 0, sizeof p);
+    p.op = op;
+    p.in_dtype = x->dtype;
+    p.out_dtype = out->dtype;
+    p.x = cs_tensor_ptr(x);
+    p.out = cs_tensor_ptr(out);
+    if (dim < 0) {
+        p.len = len;
+        p.stride = 1;
+        p.outer.ndim = 0;
+        p.nouter = 1;
+    } else {
+        /* out viewed with x's shape and a zero stride along dim lines the two up */
+        cs_tensor ox = *out;
+        ox.ndim = x->ndim;
+        int k = 0;
+        for (int d = 0; d < x->ndim; d++) {
+            ox.shape[d] = x->shape[d];
+            ox.strides[d] = d == dim ? 0 : (out->ndim ? out->strides[k++] : 0);
+        }
+        const cs_tensor *ts[2] = { x, &ox };
+        cs_iter_build(&p.outer, 2, ts, dim);
+        p.nouter = cs_iter_numel(&p.outer);
+        p.len = len;
+        p.stride = x->strides[dim];
+    }
+    st = x->device == CS_CUDA ? cs_cuda_reduce(&p) : cs_cpu_reduce(&p);
+    cs_tensor_free(tmp);
+    return st;
+}
+
+cs_status cs_compare(const cs_tensor *a, const cs_tensor *b, double rtol, double atol, int equal_nan,
+                     double *max_abs, int64_t *n_far)
+{
+    cs_status st = cs_check_usable(a, "a");
+    if (st) return st;
+    if ((st = cs_check_usable(b, "b"))) return st;
+    if (!same_shape(a, b)) return cs_fail(CS_ERR_ARGUMENT, "b: expected a's shape");
+    *max_abs = 0.0;
+    *n_far = 0;
+    if (cs_tensor_numel(a) == 0) return CS_OK;
+    cs_tensor *moved = NULL;
+    if (a->device != b->device) {
+        /* compare on the CPU: move whichever lives on CUDA */
+        const cs_tensor *dev = a->device == CS_CUDA ? a : b;
+        if ((st = cs_empty(&moved, dev->ndim, dev->shape, dev->dtype, CS_CPU))) return st;
+        if ((st = cs_copy(moved, dev))) { cs_tensor_free(moved); return st; }
+        if (a->device == CS_CUDA) a = moved; else b = moved;
+    }
+    cs_elementwise_plan p;
+    const cs_tensor *ts[3] = { a, a, b };
+    memset(&p, 0, sizeof p);
+    p.nin = 2;
+    for (int o = 0; o < 3; o++) {
+        p.dtype[o] = ts[o]->dtype;
+        p.ptr[o] = cs_tensor_ptr(ts[o]);
+    }
+    cs_iter_build(&p.it, 3, ts, -1);
+    p.numel = cs_iter_numel(&p.it);
+    st = a->device == CS_CUDA ? cs_cuda_compare(&p, rtol, atol, equal_nan, max_abs, n_far)
+                              : cs_cpu_compare(&p, rtol, atol, equal_nan, max_abs, n_far);
+    cs_tensor_free(moved);
+    return st;
+}

@@ -1,0 +1,213 @@
+/* tensor.c - tensor handles: shapes, strides, views over refcounted storage. */
+#include <stdlib.h>
+#include <string.h>
+#include "internal.h"
+
+int64_t cs_numel_of(int ndim, const int64_t *shape)
+{
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= shape[i];
+    return n;
+}
+
+static cs_status check_shape(int ndim, const int64_t *shape, int64_t *numel)
+{
+    if (ndim < 0 || ndim > CS_MAX_DIMS)
+        return cs_fail(CS_ERR_ARGUMENT, "shape: expected at most %d dims, got %d", CS_MAX_DIMS, ndim);
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] < 0) return cs_fail(CS_ERR_ARGUMENT, "shape: size %lld of dim %d is negative", (long long)shape[i], i + 1);
+        if (shape[i] > 0 && n > INT64_MAX / shape[i])
+            return cs_fail(CS_ERR_ARGUMENT, "shape: the element count overflows int64");
+        n *= shape[i];
+    }
+    *numel = n;
+    return CS_OK;
+}
+
+static cs_tensor *handle_new(cs_storage *s, cs_dtype dtype, cs_device device, int ndim)
+{
+    cs_tensor *t = calloc(1, sizeof *t);
+    if (!t) return NULL;
+    t->storage = s;
+    t->dtype = dtype;
+    t->device = device;
+    t->ndim = ndim;
+    return t;
+}
+
+static cs_status alloc_with_strides(cs_tensor **out, int ndim, const int64_t *shape, const int64_t *strides,
+                                    cs_dtype dtype, cs_device device)
+{
+    int64_t n = 0;
+    cs_status st = check_shape(ndim, shape, &n);
+    if (st) return st;
+    if ((unsigned)dtype > CS_BOOL) return cs_fail(CS_ERR_ARGUMENT, "dtype: unknown dtype %d", (int)dtype);
+    if (device != CS_CPU && device != CS_CUDA) return cs_fail(CS_ERR_ARGUMENT, "device: unknown device %d", (int)device);
+    size_t esize = cs_dtype_size(dtype);
+    if (n > 0 && (uint64_t)n > (UINT64_MAX / 2) / esize)
+        return cs_fail(CS_ERR_OUT_OF_MEMORY, "tensor of %lld elements is too large", (long long)n);
+    cs_storage *s;
+    st = cs_storage_new(&s, device, (size_t)n * esize);
+    if (st) return st;
+    cs_tensor *t = handle_new(s, dtype, device, ndim);
+    if (!t) {
+        cs_storage_release(s);
+        return cs_fail(CS_ERR_OUT_OF_MEMORY, "host out of memory (tensor handle)");
+    }
+    memcpy(t->shape, shape, sizeof(int64_t) * (size_t)ndim);
+    memcpy(t->strides, strides, sizeof(int64_t) * (size_t)ndim);
+    *out = t;
+    return CS_OK;
+}
+
+cs_status cs_empty(cs_tensor **out, int ndim, const int64_t *shape, cs_dtype dtype, cs_device device)
+{
+    int64_t strides[CS_MAX_DIMS];
+    if (ndim < 0 || ndim > CS_MAX_DIMS)
+        return cs_fail(CS_ERR_ARGUMENT, "shape: expected at most %d dims, got %d", CS_MAX_DIMS, ndim);
+    int64_t s = 1;
+    for (int i = ndim - 1; i >= 0; i--) {
+        strides[i] = s;
+        if (shape[i] > 0 && s <= INT64_MAX / shape[i]) s *= shape[i];
+    }
+    return alloc_with_strides(out, ndim, shape, strides, dtype, device);
+}
+
+cs_status cs_empty_like(cs_tensor **out, const cs_tensor *like, cs_dtype dtype, cs_device device)
+{
+    int nd = like->ndim;
+    int order[CS_MAX_DIMS];
+    for (int i = 0; i < nd; i++) order[i] = i;
+    /* order dims by like's strides, largest first (stable, so ties keep row-major order) */
+    for (int i = 1; i < nd; i++) {
+        int k = order[i], j = i - 1;
+        while (j >= 0 && like->strides[order[j]] < like->strides[k]) { order[j + 1] = order[j]; j--; }
+        order[j + 1] = k;
+    }
+    /* dense when strides are exactly the packed strides of that order (size-1 dims don't matter) */
+    int dense = 1;
+    int64_t expect = 1;
+    for (int i = nd - 1; i >= 0; i--) {
+        int d = order[i];
+        if (like->shape[d] != 1 && like->strides[d] != expect) dense = 0;
+        expect *= like->shape[d];
+    }
+    if (!dense) return cs_empty(out, nd, like->shape, dtype, device);
+    int64_t strides[CS_MAX_DIMS];
+    int64_t s = 1;
+    for (int i = nd - 1; i >= 0; i--) {
+        strides[order[i]] = s;
+        s *= like->shape[order[i]];
+    }
+    return alloc_with_strides(out, nd, like->shape, strides, dtype, device);
+}
+
+cs_status cs_check_usable(const cs_tensor *t, const char *what)
+{
+    if (!t) return cs_fail(CS_ERR_ARGUMENT, "%s: expected a tensor, got NULL", what);
+    if (t->released) return cs_fail(CS_ERR_RELEASED, "%s: the tensor was freed", what);
+    if (t->device == CS_CUDA) return cs_cuda_ready();
+    return CS_OK;
+}
+
+cs_status cs_as_strided(cs_tensor **out, const cs_tensor *base, int ndim, const int64_t *shape,
+                        const int64_t *strides, int64_t offset)
+{
+    cs_status st = cs_check_usable(base, "view");
+    if (st) return st;
+    int64_t n = 0;
+    st = check_shape(ndim, shape, &n);
+    if (st) return st;
+    if (offset < 0) return cs_fail(CS_ERR_ARGUMENT, "view: negative offset %lld", (long long)offset);
+    int64_t last = offset;
+    for (int i = 0; i < ndim; i++) {
+        if (strides[i] < 0) return cs_fail(CS_ERR_ARGUMENT, "view: negative stride in dim %d", i + 1);
+        if (shape[i] > 0) last += (shape[i] - 1) * strides[i];
+    }
+    int64_t capacity = (int64_t)(base->storage->bytes / cs_dtype_size(base->dtype));
+    if (n > 0 && last >= capacity)
+        return cs_fail(CS_ERR_ARGUMENT, "view: elements up to %lld lie outside the storage of %lld elements",
+                       (long long)last, (long long)capacity);
+    cs_tensor *t = handle_new(base->storage, base->dtype, base->device, ndim);
+    if (!t) return cs_fail(CS_ERR_OUT_OF_MEMORY, "host out of memory (tensor handle)");
+    base->storage->refcount++;
+    memcpy(t->shape, shape, sizeof(int64_t) * (size_t)ndim);
+    memcpy(t->strides, strides, sizeof(int64_t) * (size_t)ndim);
+    t->offset = offset;
+    *out = t;
+    return CS_OK;
+}
+
+void cs_tensor_free(cs_tensor *t)
+{
+    if (!t) return;
+    cs_storage_release(t->storage);
+    free(t);
+}
+
+cs_status cs_tensor_release(cs_tensor *t)
+{
+    if (!t) return cs_fail(CS_ERR_ARGUMENT, "free: expected a tensor, got NULL");
+    if (!t->released) {
+        cs_storage_release(t->storage);
+        t->storage = NULL;
+        t->released = 1;
+    }
+    return CS_OK;
+}
+
+int cs_tensor_ndim(const cs_tensor *t) { return t->ndim; }
+int64_t cs_tensor_size(const cs_tensor *t, int d) { return d >= 0 && d < t->ndim ? t->shape[d] : -1; }
+int64_t cs_tensor_stride(const cs_tensor *t, int d) { return d >= 0 && d < t->ndim ? t->strides[d] : -1; }
+int64_t cs_tensor_offset(const cs_tensor *t) { return t->offset; }
+int64_t cs_tensor_numel(const cs_tensor *t) { return cs_numel_of(t->ndim, t->shape); }
+cs_dtype cs_tensor_dtype(const cs_tensor *t) { return t->dtype; }
+cs_device cs_tensor_device(const cs_tensor *t) { return t->device; }
+int cs_tensor_is_released(const cs_tensor *t) { return t->released; }
+
+int cs_tensor_is_contiguous(const cs_tensor *t)
+{
+    int64_t expect = 1;
+    for (int i = t->ndim - 1; i >= 0; i--) {
+        if (t->shape[i] != 1 && t->strides[i] != expect) return 0;
+        expect *= t->shape[i];
+    }
+    return 1;
+}
+
+void *cs_tensor_host_data(const cs_tensor *t)
+{
+    if (t->released || t->device != CS_CPU) return NULL;
+    return t->storage->data;
+}
+
+void *cs_tensor_ptr(const cs_tensor *t)
+{
+    if (!t->storage->data) return NULL;
+    return (char *)t->storage->data + (size_t)t->offset * cs_dtype_size(t->dtype);
+}
+
+/* First and one-past-last byte a view can touch. */
+static void byte_range(const cs_tensor *t, uintptr_t *lo, uintptr_t *hi)
+{
+    int64_t last = t->offset;
+    for (int i = 0; i < t->ndim; i++) last += (t->shape[i] - 1) * t->strides[i];
+    size_t es = cs_dtype_size(t->dtype);
+    *lo = (uintptr_t)t->storage->data + (size_t)t->offset * es;
+    *hi = (uintptr_t)t->storage->data + (size_t)(last + 1) * es;
+}
+
+int cs_tensor_overlap(const cs_tensor *a, const cs_tensor *b)
+{
+    if (!a->storage || !b->storage || a->storage != b->storage) return 0;
+    if (cs_tensor_numel(a) == 0 || cs_tensor_numel(b) == 0) return 0;
+    if (a->dtype == b->dtype && a->offset == b->offset && a->ndim == b->ndim &&
+        !memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim) &&
+        !memcmp(a->strides, b->strides, sizeof(int64_t) * (size_t)a->ndim))
+        return 1;
+    uintptr_t alo, ahi, blo, bhi;
+    byte_range(a, &alo, &ahi);
+    byte_range(b, &blo, &bhi);
+    return (alo < bhi && blo < ahi) ? 2 : 0;
+}

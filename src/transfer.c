@@ -1,0 +1,100 @@
+/* transfer.c - contiguous copies between host and device through pinned staging buffers: the host
+ * copies one chunk into a pinned buffer (with all cores) while the DMA engine moves the previous one,
+ * so large transfers run at the link's speed without pinning the user's memory. */
+#include <string.h>
+#include "internal.h"
+#if CS_WITH_CUDA
+#include <cuda_runtime_api.h>
+
+enum { STAGE_BYTES = 32 << 20, NSTAGES = 2, SMALL_BYTES = 1 << 20 };
+
+static void *stage[NSTAGES];
+static cudaEvent_t stage_done[NSTAGES];
+
+static cs_status stages_ready(void)
+{
+    if (stage[0]) return CS_OK;
+    for (int i = 0; i < NSTAGES; i++) {
+        cs_status st = cs_cuda_check(cudaHostAlloc(&stage[i], STAGE_BYTES, cudaHostAllocDefault), "pinned staging");
+        if (!st) st = cs_cuda_check(cudaEventCreateWithFlags(&stage_done[i], cudaEventDisableTiming), "cudaEventCreate");
+        if (st) {
+            for (int j = 0; j <= i; j++) {
+                if (stage[j]) cudaFreeHost(stage[j]);
+                stage[j] = NULL;
+            }
+            return st;
+        }
+    }
+    return CS_OK;
+}
+
+static void parallel_memcpy(void *dst, const void *src, size_t n)
+{
+    const size_t piece = 1 << 20;
+    const int64_t pieces = (int64_t)((n + piece - 1) / piece);
+#pragma omp parallel for schedule(static) if (pieces > 1)
+    for (int64_t i = 0; i < pieces; i++) {
+        size_t off = (size_t)i * piece;
+        memcpy((char *)dst + off, (const char *)src + off, n - off < piece ? n - off : piece);
+    }
+}
+
+cs_status cs_transfer_contiguous(cs_tensor *dst, const cs_tensor *src)
+{
+    cs_status st = cs_cuda_ready();
+    if (st) return st;
+    cudaStream_t s = (cudaStream_t)cs_cuda_stream_handle();
+    size_t bytes = (size_t)cs_tensor_numel(src) * cs_dtype_size(src->dtype);
+    char *d = cs_tensor_ptr(dst);
+    const char *h = cs_tensor_ptr(src);
+    int to_device = dst->device == CS_CUDA;
+    if (bytes <= SMALL_BYTES) {
+        st = cs_cuda_check(cudaMemcpyAsync(d, h, bytes, to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, s),
+                           "cudaMemcpyAsync");
+        if (!st && !to_device) st = cs_cuda_check(cudaStreamSynchronize(s), "device to host copy");
+        return st;
+    }
+    if ((st = stages_ready())) return st;
+    size_t nchunks = (bytes + STAGE_BYTES - 1) / STAGE_BYTES;
+    if (to_device) {
+        for (size_t i = 0; i < nchunks; i++) {
+            int b = (int)(i % NSTAGES);
+            size_t off = i * STAGE_BYTES, n = bytes - off < STAGE_BYTES ? bytes - off : STAGE_BYTES;
+            if ((st = cs_cuda_check(cudaEventSynchronize(stage_done[b]), "staging wait"))) return st;
+            parallel_memcpy(stage[b], h + off, n);
+            if ((st = cs_cuda_check(cudaMemcpyAsync(d + off, stage[b], n, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync")))
+                return st;
+            if ((st = cs_cuda_check(cudaEventRecord(stage_done[b], s), "cudaEventRecord"))) return st;
+        }
+        return CS_OK;
+    }
+    /* device to host: keep NSTAGES chunks in flight ahead of the host copy */
+    char *hd = cs_tensor_ptr(dst);
+    const char *ds = cs_tensor_ptr(src);
+    for (size_t i = 0; i < nchunks + NSTAGES; i++) {
+        if (i >= NSTAGES) {
+            size_t j = i - NSTAGES;
+            if (j >= nchunks) continue;
+            int b = (int)(j % NSTAGES);
+            size_t off = j * STAGE_BYTES, n = bytes - off < STAGE_BYTES ? bytes - off : STAGE_BYTES;
+            if ((st = cs_cuda_check(cudaEventSynchronize(stage_done[b]), "device to host copy"))) return st;
+            parallel_memcpy(hd + off, stage[b], n);
+        }
+        if (i < nchunks) {
+            int b = (int)(i % NSTAGES);
+            size_t off = i * STAGE_BYTES, n = bytes - off < STAGE_BYTES ? bytes - off : STAGE_BYTES;
+            if ((st = cs_cuda_check(cudaMemcpyAsync(stage[b], ds + off, n, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync")))
+                return st;
+            if ((st = cs_cuda_check(cudaEventRecord(stage_done[b], s), "cudaEventRecord"))) return st;
+        }
+    }
+    return CS_OK;
+}
+#else
+cs_status cs_transfer_contiguous(cs_tensor *dst, const cs_tensor *src)
+{
+    (void)dst;
+    (void)src;
+    return cs_fail(CS_ERR_NO_DEVICE, "CUDA is not available: built without CUDA");
+}
+#endif
