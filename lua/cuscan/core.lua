@@ -1,0 +1,414 @@
+-- cuscan.core: what every part of the module shares: the C library, errors raised at the caller's
+-- line, dtype and device names, argument checks, tensor allocation with device-memory tracking
+-- and the garbage-collector pressure that goes with it.
+local ffi = require("ffi")
+local lib = require("cuscan.ffi")
+
+local C = lib.C
+local core = { C = C, ffi = ffi, lib_path = lib.lib_path }
+
+local type, tonumber, tostring, floor, huge = type, tonumber, tostring, math.floor, math.huge
+local format = string.format
+local getinfo = debug.getinfo
+local ffi_gc, istype, ffi_string = ffi.gc, ffi.istype, ffi.string
+
+---------------------------------------------------------------------------------------------------
+-- Errors. Every file of the module registers its own source here; raise() walks the stack from its
+-- caller upward past those files, so that an error points at the user's line however deep inside
+-- the module (metamethods, helpers, nested calls) it was found.
+---------------------------------------------------------------------------------------------------
+local own_sources = {}
+
+function core.own_file()
+  own_sources[getinfo(2, "S").source] = true
+end
+core.own_file()
+
+local function raise(msg)
+  local level = 2
+  while true do
+    local info = getinfo(level, "S")
+    if not info or not own_sources[info.source] then break end
+    level = level + 1
+  end
+  error("cuscan: " .. msg, level)
+end
+core.raise = raise
+
+local function last_error()
+  return ffi_string(C.cs_last_error())
+end
+core.last_error = last_error
+
+-- Raises the message of a failed C call, prefixed by the Lua function's name.
+local function fail(fname)
+  local msg = last_error()
+  if msg == "" then msg = "failed" end
+  raise(fname .. ": " .. msg)
+end
+core.fail = fail
+
+-- A short description of a value for "expected X, got Y" messages.
+local function describe(v)
+  local t = type(v)
+  if t == "nil" then return "nil" end
+  if t == "number" then return "number " .. tostring(v) end
+  if t == "string" then return format("string %q", #v > 40 and v:sub(1, 37) .. "..." or v) end
+  if t == "boolean" then return "boolean " .. tostring(v) end
+  if t == "cdata" then return "cdata " .. tostring(ffi.typeof(v)) end
+  return "a " .. t
+end
+core.describe = describe
+
+---------------------------------------------------------------------------------------------------
+-- dtypes and devices
+---------------------------------------------------------------------------------------------------
+local F32, F64, I32, I64, BOOL = 0, 1, 2, 3, 4
+core.F32, core.F64, core.I32, core.I64, core.BOOL = F32, F64, I32, I64, BOOL
+core.DTYPE = { float32 = F32, float64 = F64, int32 = I32, int64 = I64, bool = BOOL }
+core.DTYPE_NAME = { [F32] = "float32", [F64] = "float64", [I32] = "int32", [I64] = "int64", [BOOL] = "bool" }
+core.DTYPE_SIZE = { [F32] = 4, [F64] = 8, [I32] = 4, [I64] = 8, [BOOL] = 1 }
+core.IS_FLOAT = { [F32] = true, [F64] = true, [I32] = false, [I64] = false, [BOOL] = false }
+-- promotion order, as torch: bool < int32 < int64 < float32 < float64
+core.RANK = { [BOOL] = 0, [I32] = 1, [I64] = 2, [F32] = 3, [F64] = 4 }
+core.ELEM_PTR = {
+  [F32] = ffi.typeof("float *"), [F64] = ffi.typeof("double *"), [I32] = ffi.typeof("int32_t *"),
+  [I64] = ffi.typeof("int64_t *"), [BOOL] = ffi.typeof("uint8_t *"),
+}
+local CPU, CUDA = 0, 1
+core.CPU, core.CUDA = CPU, CUDA
+core.DEVICE = { cpu = CPU, cuda = CUDA, ["cuda:0"] = CUDA }
+core.DEVICE_NAME = { [CPU] = "cpu", [CUDA] = "cuda" }
+
+local S_OOM = tonumber(C.CS_ERR_OUT_OF_MEMORY)
+core.S_OOM = S_OOM
+
+local cuda_ok = C.cs_cuda_available() ~= 0
+core.cuda_ok = cuda_ok
+
+function core.cuda_reason()
+  return ffi_string(C.cs_cuda_unavailable_reason())
+end
+
+local DTYPE_LIST = "float32, float64, int32, int64 or bool"
+
+function core.parse_dtype(v, fname, argname)
+  local d = core.DTYPE[v]
+  if d == nil then
+    raise(format("%s: %s: expected a dtype (%s), got %s", fname, argname or "dtype", DTYPE_LIST, describe(v)))
+  end
+  return d
+end
+
+function core.parse_device(v, fname, argname)
+  local d = core.DEVICE[v]
+  if d == nil then
+    raise(format("%s: %s: expected \"cpu\" or \"cuda\", got %s", fname, argname or "device", describe(v)))
+  end
+  if d == CUDA and not cuda_ok then
+    raise(format("%s: %s: CUDA is not available (%s)", fname, argname or "device", core.cuda_reason()))
+  end
+  return d
+end
+
+-- Checks that opts is nil or a table whose keys are all in `allowed` (a set), so that a misspelt
+-- option is an error instead of being silently ignored.
+function core.check_opts(opts, allowed, fname, argname)
+  if opts == nil then return nil end
+  if type(opts) ~= "table" then
+    raise(format("%s: %s: expected a table of options, got %s", fname, argname or "opts", describe(opts)))
+  end
+  for k in pairs(opts) do
+    if not allowed[k] then
+      local names = {}
+      for name in pairs(allowed) do names[#names + 1] = name end
+      table.sort(names)
+      raise(format("%s: %s: unknown option %s (expected %s)", fname, argname or "opts",
+                   type(k) == "string" and ("'" .. k .. "'") or describe(k), table.concat(names, ", ")))
+    end
+  end
+  return opts
+end
+
+function core.check_bool_opt(v, fname, name)
+  if v == nil then return false end
+  if type(v) ~= "boolean" then
+    raise(format("%s: %s: expected a boolean, got %s", fname, name, describe(v)))
+  end
+  return v
+end
+
+local function is_int(v)
+  return type(v) == "number" and v == floor(v) and v > -huge and v < huge
+end
+core.is_int = is_int
+
+---------------------------------------------------------------------------------------------------
+-- tensors: type checks and shape facts
+---------------------------------------------------------------------------------------------------
+local tensor_ct = ffi.typeof("cs_tensor *")
+core.tensor_ct = tensor_ct
+
+local function is_tensor(v)
+  return type(v) == "cdata" and istype(tensor_ct, v)
+end
+core.is_tensor = is_tensor
+
+-- The tensor argument `v`, or an error naming it.
+local function check_tensor(v, fname, argname)
+  if type(v) ~= "cdata" or not istype(tensor_ct, v) then
+    raise(format("%s: %s: expected a tensor, got %s", fname, argname, describe(v)))
+  end
+  if C.cs_tensor_is_released(v) ~= 0 then
+    raise(format("%s: %s: tensor was freed", fname, argname))
+  end
+  return v
+end
+core.check_tensor = check_tensor
+
+function core.dtype_of(t) return tonumber(C.cs_tensor_dtype(t)) end
+function core.device_of(t) return tonumber(C.cs_tensor_device(t)) end
+function core.ndim_of(t) return C.cs_tensor_ndim(t) end
+function core.numel_of(t) return tonumber(C.cs_tensor_numel(t)) end
+
+function core.shape_of(t)
+  local n = C.cs_tensor_ndim(t)
+  local s = {}
+  for d = 1, n do s[d] = tonumber(C.cs_tensor_size(t, d - 1)) end
+  return s
+end
+
+function core.strides_of(t)
+  local n = C.cs_tensor_ndim(t)
+  local s = {}
+  for d = 1, n do s[d] = tonumber(C.cs_tensor_stride(t, d - 1)) end
+  return s
+end
+
+function core.shape_str(shape)
+  if #shape == 0 then return "scalar" end
+  return table.concat(shape, "x")
+end
+
+function core.same_shape(a, b)
+  local n = C.cs_tensor_ndim(a)
+  if n ~= C.cs_tensor_ndim(b) then return false end
+  for d = 0, n - 1 do
+    if C.cs_tensor_size(a, d) ~= C.cs_tensor_size(b, d) then return false end
+  end
+  return true
+end
+
+-- Normalises a 1-based dim (negative counts from the end) to C's 0-based one.
+function core.norm_dim(d, ndim, fname, argname)
+  argname = argname or "dim"
+  if not is_int(d) then
+    raise(format("%s: %s: expected an integer dim, got %s", fname, argname, describe(d)))
+  end
+  if d >= 1 and d <= ndim then return d - 1 end
+  if d < 0 and d >= -ndim then return ndim + d end
+  if ndim == 0 then
+    raise(format("%s: %s: %d is out of range for a tensor of 0 dims", fname, argname, d))
+  end
+  raise(format("%s: %s: %d is out of range for a tensor of %d dim%s (expected 1..%d or -%d..-1%s)",
+               fname, argname, d, ndim, ndim == 1 and "" or "s", ndim, ndim,
+               d == 0 and "; dims are 1-based" or ""))
+end
+
+-- Scratch arrays for shapes and strides handed to C (filled and used at once, never kept).
+local SH = ffi.new("int64_t[8]")
+local ST = ffi.new("int64_t[8]")
+core.SH, core.ST = SH, ST
+local MAX_DIMS = 8
+core.MAX_DIMS = MAX_DIMS
+
+local INT64_MAX = 0x7fffffffffffffffLL
+local TWO63 = 2 ^ 63
+
+-- Checks a shape table and copies it into SH. Returns ndim and the element count (a Lua number;
+-- exact below 2^53). Counts are multiplied in int64 so that an overflow is found exactly.
+function core.parse_shape(shape, fname, argname)
+  argname = argname or "shape"
+  if type(shape) ~= "table" then
+    raise(format("%s: %s: expected a table of sizes such as {2, 3}, got %s", fname, argname, describe(shape)))
+  end
+  local n = #shape
+  for k in pairs(shape) do
+    if type(k) ~= "number" or k < 1 or k > n or k ~= floor(k) then
+      raise(format("%s: %s: expected a list of sizes, found key %s", fname, argname, describe(k)))
+    end
+  end
+  if n > MAX_DIMS then
+    raise(format("%s: %s: %d dims given, at most %d are supported", fname, argname, n, MAX_DIMS))
+  end
+  local count = 1LL
+  local overflow = false
+  for i = 1, n do
+    local v = shape[i]
+    if not is_int(v) or v < 0 then
+      raise(format("%s: %s[%d]: expected a non-negative integer size, got %s", fname, argname, i, describe(v)))
+    end
+    if v >= TWO63 then
+      overflow = true
+      SH[i - 1] = 0
+    else
+      SH[i - 1] = v
+      if v ~= 0 and count > INT64_MAX / v then overflow = true end
+      if not overflow then count = count * v end
+    end
+  end
+  if overflow then
+    local zero = false
+    for i = 1, n do if shape[i] == 0 then zero = true end end
+    if not zero then
+      raise(format("%s: %s: {%s} has more elements than int64 can count", fname, argname, table.concat(shape, ", ")))
+    end
+    count = 0LL
+  end
+  return n, tonumber(count)
+end
+
+---------------------------------------------------------------------------------------------------
+-- Allocation and device-memory tracking.
+-- LuaJIT's collector sees only the small handles, not the bytes behind them. After each
+-- allocation the bytes are added to an estimate of what cuscan holds on that device; when the
+-- estimate passes a soft limit, the real figure is read from C and, if it is still above the
+-- limit, garbage is collected and the limit adapts to what stayed alive (as cutorch's heap
+-- tracking did). When an allocation fails for lack of memory, garbage is collected and the call
+-- retried once before the error is raised.
+---------------------------------------------------------------------------------------------------
+local MiB = 1024 * 1024
+local est = { [CPU] = 0, [CUDA] = 0 }
+local limit = { [CPU] = -1, [CUDA] = -1 }  -- -1: not yet set
+local floor_bytes = { [CPU] = 256 * MiB, [CUDA] = 1024 * MiB }
+local collections = 0
+
+local mi_use, mi_free, mi_total = ffi.new("int64_t[1]"), ffi.new("int64_t[1]"), ffi.new("int64_t[1]")
+
+local function mem_read(dev)
+  if C.cs_memory_info(dev, mi_use, mi_free, mi_total) ~= 0 then return nil end
+  return tonumber(mi_use[0]), tonumber(mi_free[0]), tonumber(mi_total[0])
+end
+core.mem_read = mem_read
+
+local function set_limit(dev, live, total)
+  local fl = math.min(floor_bytes[dev], math.max(total / 16, 16 * MiB))
+  local grow = math.max(live, fl)                  -- let the heap double, or grow by the floor
+  local room = math.max((total - live) * 0.75, 0)  -- but stay below the device's capacity
+  limit[dev] = live + math.max(math.min(grow, room), 16 * MiB)
+end
+
+local function collect()
+  collections = collections + 1
+  collectgarbage("collect")
+end
+core.collect = collect
+
+local function rebalance(dev)
+  local used, _, total = mem_read(dev)
+  if not used then return end
+  if limit[dev] < 0 then set_limit(dev, used, total) end
+  if used > limit[dev] then
+    collect()
+    used, _, total = mem_read(dev)
+    if not used then return end
+    set_limit(dev, used, total)
+  end
+  est[dev] = used
+end
+
+local function note_alloc(dev, bytes)
+  local e = est[dev] + bytes
+  est[dev] = e
+  if e > limit[dev] then rebalance(dev) end
+end
+core.note_alloc = note_alloc
+
+function core.gc_stats()
+  return { collections = collections, limit = { cpu = limit[CPU], cuda = limit[CUDA] },
+           estimate = { cpu = est[CPU], cuda = est[CUDA] } }
+end
+
+local outp = ffi.new("cs_tensor *[1]")
+local cs_tensor_free = C.cs_tensor_free
+local DTYPE_SIZE = core.DTYPE_SIZE
+
+-- Takes ownership of the handle C just wrote to outp.
+local function adopt(dev, dtype)
+  local h = ffi_gc(outp[0], cs_tensor_free)
+  outp[0] = nil
+  note_alloc(dev, tonumber(C.cs_tensor_numel(h)) * DTYPE_SIZE[dtype])
+  return h
+end
+
+-- A new contiguous tensor; the shape must already be in SH (core.parse_shape).
+function core.empty_from_sh(ndim, dtype, dev, fname)
+  local st = C.cs_empty(outp, ndim, SH, dtype, dev)
+  if st ~= 0 then
+    if st == S_OOM then
+      -- SH may be reused by a finaliser-free path only; copy it first to be safe
+      local saved = ffi.new("int64_t[8]")
+      ffi.copy(saved, SH, 8 * 8)
+      collect()
+      st = C.cs_empty(outp, ndim, saved, dtype, dev)
+    end
+    if st ~= 0 then fail(fname) end
+  end
+  return adopt(dev, dtype)
+end
+
+-- A new contiguous tensor of the given shape table (already checked).
+function core.empty(shape, dtype, dev, fname)
+  local n = #shape
+  for i = 1, n do SH[i - 1] = shape[i] end
+  return core.empty_from_sh(n, dtype, dev, fname)
+end
+
+-- A new tensor shaped like `like`, laid out in like's dim order.
+function core.empty_like(like, dtype, dev, fname)
+  local st = C.cs_empty_like(outp, like, dtype, dev)
+  if st ~= 0 then
+    if st == S_OOM then
+      collect()
+      st = C.cs_empty_like(outp, like, dtype, dev)
+    end
+    if st ~= 0 then fail(fname) end
+  end
+  return adopt(dev, dtype)
+end
+
+-- A view of base's storage: shape and strides in SH and ST.
+function core.view_from_sh(base, ndim, offset, fname)
+  if C.cs_as_strided(outp, base, ndim, SH, ST, offset) ~= 0 then fail(fname) end
+  local h = ffi_gc(outp[0], cs_tensor_free)
+  outp[0] = nil
+  return h
+end
+
+-- A view with the given shape and strides tables.
+function core.view(base, shape, strides, offset, fname)
+  local n = #shape
+  for i = 1, n do
+    SH[i - 1] = shape[i]
+    ST[i - 1] = strides[i]
+  end
+  return core.view_from_sh(base, n, offset, fname)
+end
+
+-- Runs a C call that may allocate (a staging copy, a temporary): on a lack of memory, collect
+-- garbage and try once more. Raises the C message on failure.
+function core.call(fname, fn, ...)
+  local st = fn(...)
+  if st ~= 0 then
+    if st == S_OOM then
+      collect()
+      st = fn(...)
+    end
+    if st ~= 0 then fail(fname) end
+  end
+end
+
+-- The methods table of the tensor metatype; the parts of the module fill it in.
+core.methods = {}
+
+return core

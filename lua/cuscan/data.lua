@@ -1,0 +1,280 @@
+-- cuscan.data: moving values between Lua and tensors: building a tensor from a nested table,
+-- totable(), item(), and the CPU staging that CUDA tensors go through. CPU tensors are read and
+-- written in place through their host pointer, offset and strides.
+local ffi = require("ffi")
+local core = require("cuscan.core")
+core.own_file()
+
+local C = core.C
+local raise, describe, format = core.raise, core.describe, string.format
+local type, tonumber, floor, huge = type, tonumber, math.floor, math.huge
+local cast = ffi.cast
+local F32, F64, I32, I64, BOOL = core.F32, core.F64, core.I32, core.I64, core.BOOL
+local CPU, CUDA = core.CPU, core.CUDA
+local ELEM_PTR = core.ELEM_PTR
+local int64_ct = ffi.typeof("int64_t")
+local uint64_ct = ffi.typeof("uint64_t")
+
+local data = {}
+
+-- Base pointer (at element 0 of the view) of a CPU tensor, typed by its dtype.
+local function host_ptr(t, dtype)
+  local base = C.cs_tensor_host_data(t)
+  return cast(ELEM_PTR[dtype], base) + C.cs_tensor_offset(t)
+end
+data.host_ptr = host_ptr
+
+-- A CPU tensor with t's values: t itself when it already is one, else a contiguous copy.
+local function on_host(t, fname)
+  if tonumber(C.cs_tensor_device(t)) == CPU then return t end
+  local dtype = tonumber(C.cs_tensor_dtype(t))
+  local h = core.empty(core.shape_of(t), dtype, CPU, fname)
+  core.call(fname, C.cs_copy, h, t)
+  return h
+end
+data.on_host = on_host
+
+---------------------------------------------------------------------------------------------------
+-- Reading
+---------------------------------------------------------------------------------------------------
+local function reader(dtype)
+  if dtype == BOOL then return function(p, i) return p[i] ~= 0 end end
+  if dtype == I64 then return function(p, i) return tonumber(p[i]) end end
+  return function(p, i) return p[i] end
+end
+local READ = {}
+for d = 0, 4 do READ[d] = reader(d) end
+
+local function read_dims(p, read, shape, strides, d, nd, off)
+  local n, s = shape[d], strides[d]
+  local t = {}
+  if d == nd then
+    for i = 1, n do t[i] = read(p, off + (i - 1) * s) end
+  else
+    for i = 1, n do t[i] = read_dims(p, read, shape, strides, d + 1, nd, off + (i - 1) * s) end
+  end
+  return t
+end
+
+-- x:totable(): a nested Lua table of the values (booleans for bool tensors; int64 values as Lua
+-- numbers, exact up to 2^53). A 0-d tensor gives its value.
+function data.totable(x)
+  x = core.check_tensor(x, "totable", "x")
+  local h = on_host(x, "totable")
+  local dtype = tonumber(C.cs_tensor_dtype(h))
+  local read = READ[dtype]
+  local nd = C.cs_tensor_ndim(h)
+  if nd == 0 then
+    return read(host_ptr(h, dtype), 0)
+  end
+  local shape, strides = core.shape_of(h), core.strides_of(h)
+  if core.numel_of(h) == 0 then
+    return read_dims(nil, read, shape, strides, 1, nd, 0)
+  end
+  return read_dims(host_ptr(h, dtype), read, shape, strides, 1, nd, 0)
+end
+
+-- Element values in row-major order as a flat Lua array (for comparisons and printing).
+function data.flat(x, fname)
+  local h = on_host(x, fname)
+  local dtype = tonumber(C.cs_tensor_dtype(h))
+  local read = READ[dtype]
+  local nd = C.cs_tensor_ndim(h)
+  local n = core.numel_of(h)
+  local out = {}
+  if n == 0 then return out end
+  local p = host_ptr(h, dtype)
+  if nd == 0 then out[1] = read(p, 0) return out end
+  local shape, strides = core.shape_of(h), core.strides_of(h)
+  local idx = {}
+  for d = 1, nd do idx[d] = 0 end
+  local off = 0
+  local last, ls = shape[nd], strides[nd]
+  local k = 0
+  while true do
+    for i = 0, last - 1 do
+      k = k + 1
+      out[k] = read(p, off + i * ls)
+    end
+    -- advance the outer dims like an odometer
+    local d = nd - 1
+    while d >= 1 do
+      idx[d] = idx[d] + 1
+      off = off + strides[d]
+      if idx[d] < shape[d] then break end
+      off = off - idx[d] * strides[d]
+      idx[d] = 0
+      d = d - 1
+    end
+    if d < 1 then break end
+  end
+  return out
+end
+
+-- x:item(): the value of a one-element tensor.
+function data.item(x)
+  x = core.check_tensor(x, "item", "x")
+  local n = core.numel_of(x)
+  if n ~= 1 then
+    raise(format("item: x: expected a tensor of one element, got %d elements (shape %s)", n,
+                 core.shape_str(core.shape_of(x))))
+  end
+  local h = on_host(x, "item")
+  local dtype = tonumber(C.cs_tensor_dtype(h))
+  -- the single element sits at the offset whatever the strides are
+  return READ[dtype](host_ptr(h, dtype), 0)
+end
+
+---------------------------------------------------------------------------------------------------
+-- Building from nested tables
+---------------------------------------------------------------------------------------------------
+local function path_str(path, depth)
+  local parts = {}
+  for i = 1, depth do parts[i] = "[" .. path[i] .. "]" end
+  return table.concat(parts)
+end
+
+local function is_int64_cdata(v)
+  return type(v) == "cdata" and (ffi.istype(int64_ct, v) or ffi.istype(uint64_ct, v))
+end
+
+-- Shape of a nested table and the kind of its leaves ("number" or "boolean"); errors name the
+-- place of the first ragged or non-numeric entry.
+local function infer(value, fname)
+  local shape = {}
+  local v = value
+  while type(v) == "table" do
+    shape[#shape + 1] = #v
+    if #shape > core.MAX_DIMS then
+      raise(format("%s: data: more than %d levels of nesting (at most %d dims are supported)",
+                   fname, core.MAX_DIMS, core.MAX_DIMS))
+    end
+    v = v[1]
+  end
+  local nd = #shape
+  local kind = nil
+  local path = {}
+  local function walk(t, depth)
+    local n = #t
+    if n ~= shape[depth] then
+      raise(format("%s: ragged table at %s: expected %d elements, got %d", fname,
+                   depth == 1 and "top level" or path_str(path, depth - 1), shape[depth], n))
+    end
+    for k in pairs(t) do
+      if type(k) ~= "number" or k < 1 or k > n or k ~= floor(k) then
+        raise(format("%s: data%s: expected a list, found key %s", fname, path_str(path, depth - 1), describe(k)))
+      end
+    end
+    for i = 1, n do
+      path[depth] = i
+      local e = t[i]
+      if depth < nd then
+        if type(e) ~= "table" then
+          raise(format("%s: ragged table at %s: expected a table of %d elements, got %s", fname,
+                       path_str(path, depth), shape[depth + 1], describe(e)))
+        end
+        walk(e, depth + 1)
+      else
+        local te = type(e)
+        if te == "table" then
+          raise(format("%s: ragged table at %s: expected a number, got a table", fname, path_str(path, depth)))
+        elseif te == "number" or te == "boolean" or is_int64_cdata(e) then
+          local k = te == "boolean" and "boolean" or "number"
+          if kind == nil then
+            kind = k
+          elseif kind ~= k then
+            raise(format("%s: data%s: expected a %s like the elements before it, got %s", fname,
+                         path_str(path, depth), kind, describe(e)))
+          end
+        else
+          raise(format("%s: data%s: expected a number or boolean, got %s", fname, path_str(path, depth), describe(e)))
+        end
+      end
+    end
+  end
+  if nd > 0 then walk(value, 1) else
+    local te = type(value)
+    if te == "number" or is_int64_cdata(value) then kind = "number"
+    elseif te == "boolean" then kind = "boolean"
+    else raise(format("%s: data: expected a nested table, a number or a boolean, got %s", fname, describe(value))) end
+  end
+  return shape, kind
+end
+
+local INT_RANGE = { [I32] = { -2 ^ 31, 2 ^ 31 - 1 }, [I64] = { -2 ^ 63, 2 ^ 63 } }
+
+-- Writes the leaves of a (checked) nested table into p in row-major order.
+local function writer(dtype, fname)
+  if dtype == BOOL then
+    return function(p, i, v)
+      if type(v) == "boolean" then p[i] = v and 1 or 0
+      else p[i] = (v ~= 0) and 1 or 0 end
+    end
+  end
+  if dtype == F32 or dtype == F64 then
+    return function(p, i, v)
+      if type(v) == "boolean" then p[i] = v and 1 or 0
+      elseif type(v) == "number" then p[i] = v
+      else p[i] = tonumber(v) end
+    end
+  end
+  local lo, hi = INT_RANGE[dtype][1], INT_RANGE[dtype][2]
+  return function(p, i, v)
+    if type(v) == "boolean" then p[i] = v and 1 or 0 return end
+    if type(v) == "cdata" then
+      if dtype == I32 and (v < lo or v > hi) then
+        raise(format("%s: data: value %s is out of range for int32", fname, tostring(v)))
+      end
+      p[i] = v
+      return
+    end
+    if v ~= v or v == huge or v == -huge then
+      raise(format("%s: data: %s cannot be stored in an integer dtype", fname, tostring(v)))
+    end
+    -- fractional values are truncated toward zero, as torch does
+    local w = v >= 0 and floor(v) or -floor(-v)
+    if w < lo or w > hi or (dtype == I64 and w >= hi) then
+      raise(format("%s: data: value %.17g is out of range for %s", fname, v, core.DTYPE_NAME[dtype]))
+    end
+    p[i] = w
+  end
+end
+
+local function fill_rows(t, depth, nd, p, k, write)
+  if depth == nd then
+    for i = 1, #t do
+      write(p, k, t[i])
+      k = k + 1
+    end
+    return k
+  end
+  for i = 1, #t do k = fill_rows(t[i], depth + 1, nd, p, k, write) end
+  return k
+end
+
+-- cs.tensor(data[, opts]): booleans give a bool tensor; anything else is float32 unless
+-- opts.dtype names another dtype. (torch.tensor({1, 2}) gives int64; cuscan keeps float32, its
+-- default dtype, for every numeric table so that a table of whole numbers scans as floats do.)
+function data.from_table(value, dtype, dev, fname)
+  if core.is_tensor(value) then
+    value = core.check_tensor(value, fname, "data")
+    local h = core.empty_like(value, dtype or tonumber(C.cs_tensor_dtype(value)), dev, fname)
+    core.call(fname, C.cs_copy, h, value)
+    return h
+  end
+  local shape, kind = infer(value, fname)
+  if dtype == nil then dtype = (kind == "boolean") and BOOL or F32 end
+  local nd, n = core.parse_shape(shape, fname, "data")
+  local h = core.empty_from_sh(nd, dtype, CPU, fname)
+  if n > 0 then
+    local p = host_ptr(h, dtype)
+    local write = writer(dtype, fname)
+    if nd == 0 then write(p, 0, value) else fill_rows(value, 1, nd, p, 0, write) end
+  end
+  if dev == CPU then return h end
+  local d = core.empty_like(h, dtype, dev, fname)
+  core.call(fname, C.cs_copy, d, h)
+  return d
+end
+
+return data

@@ -1,0 +1,225 @@
+-- cuscan: n-dimensional tensors on the CPU and CUDA devices, with cumulative sums and products
+-- along any dim. `local cs = require("cuscan")`.
+--
+-- This file holds the module table: constructors, the default device, random seeds, scans in
+-- function form, result checks, and device and memory queries. Tensor methods live in
+-- cuscan.views (queries, views, copies), cuscan.data (totable, item), cuscan.scan (cumsum,
+-- cumprod), cuscan.ops (arithmetic, comparisons, reductions, cat, fill, copy) and cuscan.format
+-- (printing); cuscan.core has what they share.
+local ffi = require("ffi")
+local bit = require("bit")
+local core = require("cuscan.core")
+core.own_file()
+require("cuscan.tensor")
+local data = require("cuscan.data")
+local ops = require("cuscan.ops")
+local scan = require("cuscan.scan")
+
+local C = core.C
+local raise, describe, format = core.raise, core.describe, string.format
+local type, tonumber = type, tonumber
+local CPU, CUDA = core.CPU, core.CUDA
+local F32, F64, I32, I64, BOOL = core.F32, core.F64, core.I32, core.I64, core.BOOL
+
+local cs = {}
+
+cs.version = ffi.string(C.cs_version())
+cs.dtypes = { "float32", "float64", "int32", "int64", "bool" }
+
+---------------------------------------------------------------------------------------------------
+-- Devices
+---------------------------------------------------------------------------------------------------
+function cs.cuda_available() return core.cuda_ok end
+
+-- Why CUDA cannot be used ("" when it can).
+function cs.cuda_unavailable_reason() return core.cuda_reason() end
+
+local default_dev = core.cuda_ok and CUDA or CPU
+do
+  local env = os.getenv("CUSCAN_DEVICE")
+  if env and env ~= "" then
+    default_dev = core.parse_device(env, "CUSCAN_DEVICE", "environment variable")
+  end
+end
+
+function cs.default_device() return core.DEVICE_NAME[default_dev] end
+
+function cs.set_default_device(device)
+  default_dev = core.parse_device(device, "set_default_device")
+end
+
+---------------------------------------------------------------------------------------------------
+-- Constructors
+---------------------------------------------------------------------------------------------------
+local CTOR_OPTS = { dtype = true, device = true }
+local RAND_OPTS = { dtype = true, device = true, seed = true }
+
+local function ctor_opts(opts, allowed, fname)
+  if opts == nil then return nil, default_dev end
+  core.check_opts(opts, allowed, fname)
+  local dtype = opts.dtype ~= nil and core.parse_dtype(opts.dtype, fname) or nil
+  local dev = opts.device ~= nil and core.parse_device(opts.device, fname) or default_dev
+  return dtype, dev
+end
+
+local function new_tensor(shape, dtype, dev, fname)
+  local nd = core.parse_shape(shape, fname)
+  return core.empty_from_sh(nd, dtype, dev, fname)
+end
+
+-- cs.tensor(data[, opts]): a tensor from a nested table (booleans give bool; numbers float32
+-- unless opts.dtype says otherwise), from a number (0-d), or a copy of a tensor.
+function cs.tensor(value, opts)
+  local dtype, dev = ctor_opts(opts, CTOR_OPTS, "tensor")
+  if value == nil then raise("tensor: data: expected a nested table of numbers or booleans, got nil") end
+  return data.from_table(value, dtype, dev, "tensor")
+end
+
+function cs.zeros(shape, opts)
+  local dtype, dev = ctor_opts(opts, CTOR_OPTS, "zeros")
+  local t = new_tensor(shape, dtype or F32, dev, "zeros")
+  core.call("zeros", C.cs_fill_int64, t, 0)
+  return t
+end
+
+function cs.ones(shape, opts)
+  local dtype, dev = ctor_opts(opts, CTOR_OPTS, "ones")
+  local t = new_tensor(shape, dtype or F32, dev, "ones")
+  core.call("ones", C.cs_fill_int64, t, 1)
+  return t
+end
+
+function cs.full(shape, value, opts)
+  local dtype, dev = ctor_opts(opts, CTOR_OPTS, "full")
+  local tv = type(value)
+  if tv ~= "number" and tv ~= "boolean" and not (tv == "cdata" and ffi.istype("int64_t", value)) then
+    raise(format("full: value: expected a number or boolean, got %s", describe(value)))
+  end
+  if dtype == nil then dtype = tv == "boolean" and BOOL or F32 end
+  local t = new_tensor(shape, dtype, dev, "full")
+  return core.methods.fill(t, value)
+end
+
+-- The module's random generator: each cs.rand without a seed takes the next seed from a
+-- splitmix64 sequence that cs.manual_seed(n) restarts. It starts from a fixed seed, so a script
+-- draws the same numbers on every run unless it seeds otherwise.
+local DEFAULT_SEED = 67280421310721ULL
+local gen = ffi.new("uint64_t[1]", DEFAULT_SEED)
+
+local function next_seed()
+  gen[0] = gen[0] + 0x9E3779B97F4A7C15ULL
+  local z = gen[0]
+  z = bit.bxor(z, bit.rshift(z, 30)) * 0xBF58476D1CE4E5B9ULL
+  z = bit.bxor(z, bit.rshift(z, 27)) * 0x94D049BB133111EBULL
+  return bit.bxor(z, bit.rshift(z, 31))
+end
+
+local function check_seed(seed, fname)
+  if type(seed) == "number" then
+    if not core.is_int(seed) or seed < 0 or seed >= 2 ^ 64 then
+      raise(format("%s: seed: expected a non-negative integer, got %s", fname, describe(seed)))
+    end
+    return ffi.new("uint64_t", seed)
+  end
+  if type(seed) == "cdata" and (ffi.istype("uint64_t", seed) or ffi.istype("int64_t", seed)) then
+    return ffi.new("uint64_t", seed)
+  end
+  raise(format("%s: seed: expected a non-negative integer, got %s", fname, describe(seed)))
+end
+
+-- cs.manual_seed(n): restarts the module generator, so later unseeded cs.rand calls repeat.
+function cs.manual_seed(seed)
+  gen[0] = check_seed(seed, "manual_seed")
+end
+
+-- cs.rand(shape[, {seed=, dtype=, device=}]): uniform numbers in [0, 1). With a seed, the same
+-- tensor on either device (Philox keyed by the seed, counting elements in row-major order).
+function cs.rand(shape, opts)
+  local dtype, dev = ctor_opts(opts, RAND_OPTS, "rand")
+  dtype = dtype or F32
+  if dtype ~= F32 and dtype ~= F64 then
+    raise(format("rand: dtype: expected float32 or float64, got %s", core.DTYPE_NAME[dtype]))
+  end
+  local seed = (opts and opts.seed ~= nil) and check_seed(opts.seed, "rand") or next_seed()
+  local t = new_tensor(shape, dtype, dev, "rand")
+  core.call("rand", C.cs_rand, t, seed)
+  return t
+end
+
+-- cs.arange(n[, opts]) gives 0, 1, ..., n-1; cs.arange(start, stop[, step][, opts]) gives
+-- start, start+step, ... up to but not including stop, as numpy and torch do. float32 by default.
+function cs.arange(a, b, c, d)
+  local start, stop, step, opts = 0, nil, 1, nil
+  if type(b) == "number" then
+    start, stop = a, b
+    if type(c) == "number" then step, opts = c, d else opts = c end
+  else
+    stop, opts = a, b
+  end
+  local dtype, dev = ctor_opts(opts, CTOR_OPTS, "arange")
+  dtype = dtype or F32
+  for _, v in ipairs({ { "start", start }, { "stop", stop }, { "step", step } }) do
+    local x = v[2]
+    if type(x) ~= "number" or x ~= x or x == math.huge or x == -math.huge then
+      raise(format("arange: %s: expected a finite number, got %s", v[1], describe(x)))
+    end
+    if not core.IS_FLOAT[dtype] and not core.is_int(x) then
+      raise(format("arange: %s: expected an integer for dtype %s, got %s", v[1], core.DTYPE_NAME[dtype], describe(x)))
+    end
+  end
+  if step == 0 then raise("arange: step: must not be 0") end
+  local n = math.ceil((stop - start) / step)
+  if n < 0 then n = 0 end
+  local t = new_tensor({ n }, dtype, dev, "arange")
+  core.call("arange", C.cs_arange, t, start, step)
+  return t
+end
+
+---------------------------------------------------------------------------------------------------
+-- Scans (function forms of the methods), toolkit functions, checks
+---------------------------------------------------------------------------------------------------
+cs.cumsum = scan.cumsum
+cs.cumprod = scan.cumprod
+cs.cat = ops.cat
+cs.allclose = ops.allclose
+cs.max_abs_diff = ops.max_abs_diff
+
+function cs.is_tensor(v) return core.is_tensor(v) end
+
+---------------------------------------------------------------------------------------------------
+-- Device and memory
+---------------------------------------------------------------------------------------------------
+-- Waits for all queued CUDA work; an asynchronous fault is reported here.
+function cs.synchronize()
+  if C.cs_synchronize() ~= 0 then core.fail("synchronize") end
+end
+
+-- A table describing the CUDA device, or nil when there is none.
+function cs.device_info()
+  if not core.cuda_ok then return nil end
+  local p = ffi.new("cs_device_properties")
+  if C.cs_device_info(p) ~= 0 then core.fail("device_info") end
+  return {
+    name = ffi.string(p.name),
+    total_memory = tonumber(p.total_memory),
+    memory = tonumber(p.total_memory),
+    compute_capability = format("%d.%d", p.major, p.minor),
+    major = p.major,
+    minor = p.minor,
+    multiprocessors = p.multiprocessors,
+    l2_cache_bytes = tonumber(p.l2_cache_bytes),
+    driver_version = p.driver_version,
+    runtime_version = p.runtime_version,
+  }
+end
+
+-- cs.memory_info([device]): { in_use = bytes cuscan holds in live tensors, free, total } for the
+-- device (the default one unless named); on the CPU free and total are the host's memory.
+function cs.memory_info(device)
+  local dev = device == nil and default_dev or core.parse_device(device, "memory_info")
+  local in_use, free, total = core.mem_read(dev)
+  if not in_use then core.fail("memory_info") end
+  return { in_use = in_use, free = free, total = total, device = core.DEVICE_NAME[dev] }
+end
+
+return cs

@@ -1,0 +1,438 @@
+-- cuscan.ops: the experiment toolkit: arithmetic operators and comparisons with numpy broadcasting
+-- and torch's type promotion, unary math, reductions, cat, fill, copy, and result checking
+-- (allclose, max_abs_diff). Broadcast operands are stride-0 views made in Lua; C sees one shape.
+local ffi = require("ffi")
+local core = require("cuscan.core")
+core.own_file()
+
+local C = core.C
+local raise, describe, format = core.raise, core.describe, string.format
+local tonumber, type, floor = tonumber, type, math.floor
+local check_tensor, is_tensor, is_int = core.check_tensor, core.is_tensor, core.is_int
+local F32, F64, I32, I64, BOOL = core.F32, core.F64, core.I32, core.I64, core.BOOL
+local CPU = core.CPU
+local DTYPE_NAME, DEVICE_NAME, IS_FLOAT, RANK = core.DTYPE_NAME, core.DEVICE_NAME, core.IS_FLOAT, core.RANK
+local SH, ST = core.SH, core.ST
+local shape_of, shape_str = core.shape_of, core.shape_str
+
+local M = core.methods
+local ops = {}
+
+local B = {
+  add = tonumber(C.CS_ADD), sub = tonumber(C.CS_SUB), mul = tonumber(C.CS_MUL), div = tonumber(C.CS_DIV),
+  pow = tonumber(C.CS_POW), lt = tonumber(C.CS_LT), le = tonumber(C.CS_LE), gt = tonumber(C.CS_GT),
+  ge = tonumber(C.CS_GE), eq = tonumber(C.CS_EQ), ne = tonumber(C.CS_NE),
+  logical_and = tonumber(C.CS_LOGICAL_AND), logical_or = tonumber(C.CS_LOGICAL_OR),
+  max2 = tonumber(C.CS_MAX2), min2 = tonumber(C.CS_MIN2),
+}
+local U = {
+  neg = tonumber(C.CS_NEG), exp = tonumber(C.CS_EXP), log = tonumber(C.CS_LOG), abs = tonumber(C.CS_ABS),
+  sqrt = tonumber(C.CS_SQRT), logical_not = tonumber(C.CS_LOGICAL_NOT),
+}
+local R = { sum = tonumber(C.CS_REDUCE_SUM), mean = tonumber(C.CS_REDUCE_MEAN), max = tonumber(C.CS_REDUCE_MAX),
+            min = tonumber(C.CS_REDUCE_MIN) }
+
+---------------------------------------------------------------------------------------------------
+-- Broadcasting
+---------------------------------------------------------------------------------------------------
+-- numpy's rule: align shapes at their last dims; sizes must match or one of them be 1.
+local function broadcast_shape(sa, sb, fname)
+  local na, nb = #sa, #sb
+  local n = na > nb and na or nb
+  local out = {}
+  for i = 0, n - 1 do
+    local a = sa[na - i] or 1
+    local b = sb[nb - i] or 1
+    local s
+    if a == b or b == 1 then s = a
+    elseif a == 1 then s = b
+    else
+      raise(format("%s: shapes %s and %s cannot be broadcast together (sizes %d and %d at dim %d from the end)",
+                   fname, shape_str(sa), shape_str(sb), a, b, i + 1))
+    end
+    out[n - i] = s
+  end
+  return out
+end
+ops.broadcast_shape = broadcast_shape
+
+-- t seen with shape `to` (t's shape broadcasts to it): t itself, or a view with zero strides.
+local function expand(t, tshape, to, fname)
+  local nt, n = #tshape, #to
+  local same = nt == n
+  if same then
+    for i = 1, n do if tshape[i] ~= to[i] then same = false break end end
+  end
+  if same then return t end
+  for i = 0, n - 1 do
+    local d = nt - i
+    local size = tshape[d]
+    SH[n - 1 - i] = to[n - i]
+    if d >= 1 and size == to[n - i] and size ~= 1 then
+      ST[n - 1 - i] = C.cs_tensor_stride(t, d - 1)
+    else
+      ST[n - 1 - i] = 0
+    end
+  end
+  return core.view_from_sh(t, n, C.cs_tensor_offset(t), fname)
+end
+ops.expand = expand
+
+local function check_same_device(a, b, fname)
+  local da, db = tonumber(C.cs_tensor_device(a)), tonumber(C.cs_tensor_device(b))
+  if da ~= db then
+    raise(format("%s: tensors are on different devices (%s and %s); move one with :to()", fname,
+                 DEVICE_NAME[da], DEVICE_NAME[db]))
+  end
+  return da
+end
+
+---------------------------------------------------------------------------------------------------
+-- Type promotion (as torch): bool < int32 < int64 < float32 < float64. A number keeps a float
+-- tensor's dtype and an integer tensor's dtype when it is a whole number; a fractional number
+-- with an integer or bool tensor gives float32; a whole number with a bool tensor gives int64.
+---------------------------------------------------------------------------------------------------
+local function promote(a, b) return RANK[a] >= RANK[b] and a or b end
+ops.promote = promote
+
+local function with_number(dt, v)
+  if IS_FLOAT[dt] then return dt end
+  if is_int(v) and v > -2 ^ 63 and v < 2 ^ 63 then return dt == BOOL and I64 or dt end
+  return F32
+end
+
+local function scalar_of(v, fname, argname)
+  local t = type(v)
+  if t == "number" then return v end
+  if t == "boolean" then return v and 1 or 0 end
+  raise(format("%s: %s: expected a tensor or a number, got %s", fname, argname, describe(v)))
+end
+
+---------------------------------------------------------------------------------------------------
+-- Element-wise
+---------------------------------------------------------------------------------------------------
+-- op(a, b) where a and b are tensors or numbers (at least one a tensor). kind: "arith", "div",
+-- "pow", "cmp" or "logic".
+local function binary(a, b, op, kind, fname)
+  local ta, tb = is_tensor(a), is_tensor(b)
+  if ta then check_tensor(a, fname, "a") end
+  if tb then check_tensor(b, fname, "b") end
+  if ta and tb then
+    local dev = check_same_device(a, b, fname)
+    local da, db = tonumber(C.cs_tensor_dtype(a)), tonumber(C.cs_tensor_dtype(b))
+    local odt
+    if kind == "cmp" or kind == "logic" then
+      odt = BOOL
+    else
+      odt = promote(da, db)
+      if kind == "div" and not IS_FLOAT[odt] then odt = F32 end
+      if odt == BOOL then
+        if op == B.sub then raise(fname .. ": subtraction of bool tensors is not supported (use logical ops)") end
+        if kind == "pow" then odt = I64 end
+      end
+      if kind == "pow" and not IS_FLOAT[odt] and core.numel_of(b) > 0 then
+        if ops.reduce_all(b, R.min, "pow") < 0 then
+          raise("pow: p: integer tensors cannot be raised to negative integer powers")
+        end
+      end
+    end
+    local sa, sb = shape_of(a), shape_of(b)
+    local shape = broadcast_shape(sa, sb, fname)
+    local va, vb = expand(a, sa, shape, fname), expand(b, sb, shape, fname)
+    local out
+    if va == a then out = core.empty_like(a, odt, dev, fname)
+    elseif vb == b then out = core.empty_like(b, odt, dev, fname)
+    else out = core.empty(shape, odt, dev, fname) end
+    core.call(fname, C.cs_binary, out, va, vb, op)
+    return out
+  end
+  local t, s, first = a, b, 0
+  if not ta then
+    if not tb then raise(format("%s: expected a tensor operand, got %s and %s", fname, describe(a), describe(b))) end
+    t, s, first = b, a, 1
+  end
+  s = scalar_of(s, fname, first == 1 and "a" or "b")
+  local dt = tonumber(C.cs_tensor_dtype(t))
+  local odt
+  if kind == "cmp" or kind == "logic" then
+    odt = BOOL
+  else
+    odt = with_number(dt, s)
+    if kind == "div" and not IS_FLOAT[odt] then odt = F32 end
+    if odt == BOOL and op == B.sub then
+      raise(fname .. ": subtraction with a bool tensor is not supported (use logical ops)")
+    end
+    if kind == "pow" and not IS_FLOAT[odt] then
+      if first == 0 and s < 0 then
+        raise(format("pow: p: integer tensors cannot be raised to a negative integer power (%d)", s))
+      end
+      if first == 1 and core.numel_of(t) > 0 and ops.reduce_all(t, R.min, "pow") < 0 then
+        raise("pow: p: integers cannot be raised to negative integer powers")
+      end
+      if odt == BOOL then odt = I64 end
+    end
+  end
+  local out = core.empty_like(t, odt, tonumber(C.cs_tensor_device(t)), fname)
+  core.call(fname, C.cs_binary_scalar, out, t, s, op, first)
+  return out
+end
+ops.binary = binary
+
+local function unary(x, op, fname, result)
+  x = check_tensor(x, fname, "x")
+  local dt = tonumber(C.cs_tensor_dtype(x))
+  local odt
+  if result == "float" then odt = IS_FLOAT[dt] and dt or F32
+  elseif result == "bool" then odt = BOOL
+  else
+    if dt == BOOL then raise(format("%s: x: bool tensors are not supported", fname)) end
+    odt = dt
+  end
+  local out = core.empty_like(x, odt, tonumber(C.cs_tensor_device(x)), fname)
+  core.call(fname, C.cs_unary, out, x, op)
+  return out
+end
+
+function M.exp(x) return unary(x, U.exp, "exp", "float") end
+function M.log(x) return unary(x, U.log, "log", "float") end
+function M.sqrt(x) return unary(x, U.sqrt, "sqrt", "float") end
+function M.abs(x) return unary(x, U.abs, "abs", "same") end
+function M.neg(x) return unary(x, U.neg, "neg", "same") end
+function M.logical_not(x) return unary(x, U.logical_not, "logical_not", "bool") end
+
+function M.add(a, b) return binary(a, b, B.add, "arith", "add") end
+function M.sub(a, b) return binary(a, b, B.sub, "arith", "sub") end
+function M.mul(a, b) return binary(a, b, B.mul, "arith", "mul") end
+function M.div(a, b) return binary(a, b, B.div, "div", "div") end
+function M.pow(x, p)
+  if not is_tensor(x) then raise(format("pow: x: expected a tensor, got %s", describe(x))) end
+  return binary(x, p, B.pow, "pow", "pow")
+end
+function M.lt(x, v) return binary(x, v, B.lt, "cmp", "lt") end
+function M.le(x, v) return binary(x, v, B.le, "cmp", "le") end
+function M.gt(x, v) return binary(x, v, B.gt, "cmp", "gt") end
+function M.ge(x, v) return binary(x, v, B.ge, "cmp", "ge") end
+function M.eq(x, v) return binary(x, v, B.eq, "cmp", "eq") end
+function M.ne(x, v) return binary(x, v, B.ne, "cmp", "ne") end
+
+local function logical(a, b, op, fname)
+  check_tensor(a, fname, "a")
+  if not is_tensor(b) and type(b) ~= "boolean" then
+    raise(format("%s: b: expected a tensor or a boolean, got %s", fname, describe(b)))
+  end
+  return binary(a, b, op, "logic", fname)
+end
+function M.logical_and(a, b) return logical(a, b, B.logical_and, "logical_and") end
+function M.logical_or(a, b) return logical(a, b, B.logical_or, "logical_or") end
+
+-- element-wise max/min of two tensors (or a tensor and a number), numpy's maximum/minimum
+function M.maximum(a, b) return binary(a, b, B.max2, "arith", "maximum") end
+function M.minimum(a, b) return binary(a, b, B.min2, "arith", "minimum") end
+
+-- operators: the metamethod may receive the number first
+ops.meta = {
+  __add = function(a, b) return binary(a, b, B.add, "arith", "add") end,
+  __sub = function(a, b) return binary(a, b, B.sub, "arith", "sub") end,
+  __mul = function(a, b) return binary(a, b, B.mul, "arith", "mul") end,
+  __div = function(a, b) return binary(a, b, B.div, "div", "div") end,
+  __unm = function(a) return unary(a, U.neg, "neg", "same") end,
+}
+
+---------------------------------------------------------------------------------------------------
+-- Reductions. Overall ones return a Lua number; with a dim, a tensor without that dim.
+---------------------------------------------------------------------------------------------------
+local scalar_f64, scalar_i64  -- cached 0-d CPU tensors that receive overall results
+
+local function reduce_all(x, op, fname)
+  local dt = tonumber(C.cs_tensor_dtype(x))
+  local dev = tonumber(C.cs_tensor_device(x))
+  local float = IS_FLOAT[dt] or op == R.mean
+  local odt = float and F64 or I64
+  local out = core.empty({}, odt, dev, fname)
+  core.call(fname, C.cs_reduce, out, x, -1, op)
+  if dev ~= CPU then
+    if float then
+      scalar_f64 = scalar_f64 or core.empty({}, F64, CPU, fname)
+      core.call(fname, C.cs_copy, scalar_f64, out)
+      out = scalar_f64
+    else
+      scalar_i64 = scalar_i64 or core.empty({}, I64, CPU, fname)
+      core.call(fname, C.cs_copy, scalar_i64, out)
+      out = scalar_i64
+    end
+  end
+  local p = ffi.cast(core.ELEM_PTR[odt], C.cs_tensor_host_data(out)) + C.cs_tensor_offset(out)
+  return tonumber(p[0])
+end
+ops.reduce_all = reduce_all
+
+local function reduce(x, dim, op, fname)
+  x = check_tensor(x, fname, "x")
+  if dim == nil then return reduce_all(x, op, fname) end
+  local nd = C.cs_tensor_ndim(x)
+  local k = core.norm_dim(dim, nd, fname)
+  local dt = tonumber(C.cs_tensor_dtype(x))
+  local odt
+  if op == R.sum then odt = IS_FLOAT[dt] and dt or I64
+  elseif op == R.mean then odt = IS_FLOAT[dt] and dt or F32
+  else odt = dt end
+  local shape = shape_of(x)
+  table.remove(shape, k + 1)
+  local out = core.empty(shape, odt, tonumber(C.cs_tensor_device(x)), fname)
+  core.call(fname, C.cs_reduce, out, x, k, op)
+  return out
+end
+
+function M.sum(x, dim) return reduce(x, dim, R.sum, "sum") end
+function M.mean(x, dim) return reduce(x, dim, R.mean, "mean") end
+function M.max(x, dim) return reduce(x, dim, R.max, "max") end
+function M.min(x, dim) return reduce(x, dim, R.min, "min") end
+
+---------------------------------------------------------------------------------------------------
+-- cat, fill, copy
+---------------------------------------------------------------------------------------------------
+-- cs.cat(list, dim): tensors of one device whose shapes agree except along dim, joined along it.
+function ops.cat(list, dim)
+  if type(list) ~= "table" or is_tensor(list) then
+    raise(format("cat: list: expected a table of tensors, got %s", describe(list)))
+  end
+  local n = #list
+  if n == 0 then raise("cat: list: expected at least one tensor, got an empty table") end
+  local first = check_tensor(list[1], "cat", "list[1]")
+  local nd = C.cs_tensor_ndim(first)
+  if nd == 0 then raise("cat: list[1]: 0-d tensors cannot be joined (reshape them to {1} first)") end
+  if dim == nil then dim = 1 end
+  local k = core.norm_dim(dim, nd, "cat") + 1
+  local dev = tonumber(C.cs_tensor_device(first))
+  local shape = shape_of(first)
+  local odt = tonumber(C.cs_tensor_dtype(first))
+  local total = 0
+  for i = 1, n do
+    local t = check_tensor(list[i], "cat", "list[" .. i .. "]")
+    local tdev = tonumber(C.cs_tensor_device(t))
+    if tdev ~= dev then
+      raise(format("cat: list[%d]: expected a tensor on %s like list[1], got one on %s", i, DEVICE_NAME[dev], DEVICE_NAME[tdev]))
+    end
+    local s = shape_of(t)
+    local ok = #s == nd
+    if ok then
+      for d = 1, nd do if d ~= k and s[d] ~= shape[d] then ok = false end end
+    end
+    if not ok then
+      raise(format("cat: list[%d]: shape %s does not match list[1]'s %s except along dim %d", i, shape_str(s),
+                   shape_str(shape), k))
+    end
+    total = total + s[k]
+    odt = promote(odt, tonumber(C.cs_tensor_dtype(t)))
+  end
+  shape[k] = total
+  core.parse_shape(shape, "cat")
+  local out = core.empty(shape, odt, dev, "cat")
+  local ostrides = core.strides_of(out)
+  local pos = 0
+  for i = 1, n do
+    local t = list[i]
+    local len = tonumber(C.cs_tensor_size(t, k - 1))
+    if len > 0 then
+      local s = shape_of(t)
+      local v = core.view(out, s, ostrides, pos * ostrides[k], "cat")
+      core.call("cat", C.cs_copy, v, t)
+    end
+    pos = pos + len
+  end
+  return out
+end
+
+-- x:fill(v): every element of x (a view writes through) set to v; returns x.
+function M.fill(x, v)
+  x = check_tensor(x, "fill", "x")
+  local dt = tonumber(C.cs_tensor_dtype(x))
+  if type(v) == "boolean" then v = v and 1 or 0 end
+  if type(v) == "cdata" and (ffi.istype("int64_t", v) or ffi.istype("uint64_t", v)) then
+    core.call("fill", C.cs_fill_int64, x, v)
+    return x
+  end
+  if type(v) ~= "number" then raise(format("fill: value: expected a number or boolean, got %s", describe(v))) end
+  if (dt == I64 or dt == I32) and is_int(v) and v > -2 ^ 63 and v < 2 ^ 63 then
+    core.call("fill", C.cs_fill_int64, x, v)
+  else
+    core.call("fill", C.cs_fill, x, v)
+  end
+  return x
+end
+
+-- x:copy(y): x's elements set to y's (y broadcasts to x's shape; any dtype, any device); returns x.
+function M.copy(x, y)
+  x = check_tensor(x, "copy", "x")
+  y = check_tensor(y, "copy", "y")
+  local sx, sy = shape_of(x), shape_of(y)
+  local shape = broadcast_shape(sx, sy, "copy")
+  if #shape ~= #sx then
+    raise(format("copy: y: shape %s does not broadcast to x's shape %s", shape_str(sy), shape_str(sx)))
+  end
+  for i = 1, #sx do
+    if shape[i] ~= sx[i] then
+      raise(format("copy: y: shape %s does not broadcast to x's shape %s", shape_str(sy), shape_str(sx)))
+    end
+  end
+  core.call("copy", C.cs_copy, x, expand(y, sy, sx, "copy"))
+  return x
+end
+
+---------------------------------------------------------------------------------------------------
+-- Checking results
+---------------------------------------------------------------------------------------------------
+local cmp_max = ffi.new("double[1]")
+local cmp_far = ffi.new("int64_t[1]")
+
+local function as_tensor(v, fname, argname)
+  if is_tensor(v) then return check_tensor(v, fname, argname) end
+  if type(v) == "table" or type(v) == "number" or type(v) == "boolean" then
+    return require("cuscan.data").from_table(v, type(v) == "boolean" and BOOL or F64, CPU, fname)
+  end
+  raise(format("%s: %s: expected a tensor, got %s", fname, argname, describe(v)))
+end
+
+local function compare(a, b, rtol, atol, equal_nan, fname)
+  a = as_tensor(a, fname, "a")
+  b = as_tensor(b, fname, "b")
+  local sa, sb = shape_of(a), shape_of(b)
+  local shape = broadcast_shape(sa, sb, fname)
+  local va, vb = expand(a, sa, shape, fname), expand(b, sb, shape, fname)
+  core.call(fname, C.cs_compare, va, vb, rtol, atol, equal_nan and 1 or 0, cmp_max, cmp_far)
+  return cmp_max[0], tonumber(cmp_far[0])
+end
+ops.compare = compare
+
+local CLOSE_OPTS = { rtol = true, atol = true, equal_nan = true }
+
+-- cs.allclose(a, b[, {rtol=1e-5, atol=1e-8, equal_nan=false}]): numpy's rule |a - b| <= atol + rtol |b|.
+function ops.allclose(a, b, opts)
+  local rtol, atol, equal_nan = 1e-5, 1e-8, false
+  if opts ~= nil then
+    core.check_opts(opts, CLOSE_OPTS, "allclose")
+    if opts.rtol ~= nil then
+      if type(opts.rtol) ~= "number" or opts.rtol < 0 then
+        raise(format("allclose: rtol: expected a non-negative number, got %s", describe(opts.rtol)))
+      end
+      rtol = opts.rtol
+    end
+    if opts.atol ~= nil then
+      if type(opts.atol) ~= "number" or opts.atol < 0 then
+        raise(format("allclose: atol: expected a non-negative number, got %s", describe(opts.atol)))
+      end
+      atol = opts.atol
+    end
+    equal_nan = core.check_bool_opt(opts.equal_nan, "allclose", "equal_nan")
+  end
+  local _, far = compare(a, b, rtol, atol, equal_nan, "allclose")
+  return far == 0
+end
+
+-- cs.max_abs_diff(a, b): max |a - b| over elements (NaN when a NaN meets a number).
+function ops.max_abs_diff(a, b)
+  local m = compare(a, b, 0, 0, false, "max_abs_diff")
+  return m
+end
+
+return ops

@@ -1,0 +1,277 @@
+-- cuscan.views: queries, views that share storage (transpose, narrow, select, reshape) and copies
+-- (contiguous, clone, to, cpu, cuda).
+local core = require("cuscan.core")
+core.own_file()
+
+local C = core.C
+local raise, describe, format = core.raise, core.describe, string.format
+local tonumber, type = tonumber, type
+local check_tensor, norm_dim, is_int = core.check_tensor, core.norm_dim, core.is_int
+local SH, ST = core.SH, core.ST
+local CPU, CUDA = core.CPU, core.CUDA
+
+local M = core.methods
+
+---------------------------------------------------------------------------------------------------
+-- Queries
+---------------------------------------------------------------------------------------------------
+function M.shape(x)
+  x = check_tensor(x, "shape", "x")
+  return core.shape_of(x)
+end
+
+function M.size(x, d)
+  x = check_tensor(x, "size", "x")
+  if d == nil then return core.shape_of(x) end
+  local nd = C.cs_tensor_ndim(x)
+  return tonumber(C.cs_tensor_size(x, norm_dim(d, nd, "size")))
+end
+
+function M.stride(x, d)
+  x = check_tensor(x, "stride", "x")
+  if d == nil then return core.strides_of(x) end
+  local nd = C.cs_tensor_ndim(x)
+  return tonumber(C.cs_tensor_stride(x, norm_dim(d, nd, "stride")))
+end
+
+function M.dim(x)
+  x = check_tensor(x, "dim", "x")
+  return C.cs_tensor_ndim(x)
+end
+
+function M.numel(x)
+  x = check_tensor(x, "numel", "x")
+  return tonumber(C.cs_tensor_numel(x))
+end
+
+function M.is_contiguous(x)
+  x = check_tensor(x, "is_contiguous", "x")
+  return C.cs_tensor_is_contiguous(x) ~= 0
+end
+
+---------------------------------------------------------------------------------------------------
+-- Views
+---------------------------------------------------------------------------------------------------
+local function load_layout(x)
+  local nd = C.cs_tensor_ndim(x)
+  for d = 0, nd - 1 do
+    SH[d] = C.cs_tensor_size(x, d)
+    ST[d] = C.cs_tensor_stride(x, d)
+  end
+  return nd
+end
+
+function M.transpose(x, d1, d2)
+  x = check_tensor(x, "transpose", "x")
+  local nd = C.cs_tensor_ndim(x)
+  local a = norm_dim(d1, nd, "transpose", "d1")
+  local b = norm_dim(d2, nd, "transpose", "d2")
+  load_layout(x)
+  SH[a], SH[b] = SH[b], SH[a]
+  ST[a], ST[b] = ST[b], ST[a]
+  return core.view_from_sh(x, nd, C.cs_tensor_offset(x), "transpose")
+end
+
+-- x:narrow(d, start, length): elements start .. start+length-1 (1-based) of dim d.
+function M.narrow(x, d, start, length)
+  x = check_tensor(x, "narrow", "x")
+  local nd = C.cs_tensor_ndim(x)
+  local k = norm_dim(d, nd, "narrow")
+  local size = tonumber(C.cs_tensor_size(x, k))
+  if not is_int(start) then
+    raise(format("narrow: start: expected an integer, got %s", describe(start)))
+  end
+  if not is_int(length) or length < 0 then
+    raise(format("narrow: length: expected a non-negative integer, got %s", describe(length)))
+  end
+  local s = start
+  if s < 0 then s = size + s + 1 end
+  if s < 1 or s > size + 1 then
+    raise(format("narrow: start: %d is out of range for dim %d of size %d (expected 1..%d)", start, k + 1, size, size))
+  end
+  if s + length - 1 > size then
+    raise(format("narrow: length: %d elements from %d run past the end of dim %d (size %d)", length, s, k + 1, size))
+  end
+  load_layout(x)
+  SH[k] = length
+  local offset = C.cs_tensor_offset(x) + (s - 1) * ST[k]
+  if length == 0 then offset = C.cs_tensor_offset(x) end
+  return core.view_from_sh(x, nd, offset, "narrow")
+end
+
+-- x:select(d, i): the slice at index i (1-based, negative from the end) of dim d, without that dim.
+function M.select(x, d, i)
+  x = check_tensor(x, "select", "x")
+  local nd = C.cs_tensor_ndim(x)
+  local k = norm_dim(d, nd, "select")
+  local size = tonumber(C.cs_tensor_size(x, k))
+  if not is_int(i) then raise(format("select: index: expected an integer, got %s", describe(i))) end
+  local j = i < 0 and size + i + 1 or i
+  if j < 1 or j > size then
+    raise(format("select: index: %d is out of range for dim %d of size %d", i, k + 1, size))
+  end
+  local offset = C.cs_tensor_offset(x) + (j - 1) * C.cs_tensor_stride(x, k)
+  local n = 0
+  for e = 0, nd - 1 do
+    if e ~= k then
+      SH[n] = C.cs_tensor_size(x, e)
+      ST[n] = C.cs_tensor_stride(x, e)
+      n = n + 1
+    end
+  end
+  return core.view_from_sh(x, nd - 1, offset, "select")
+end
+
+-- Strides that let x (shape, strides) be seen with new_shape without copying, or nil
+-- (the algorithm of torch's computeStride: dims are grouped into chunks that are contiguous in x).
+local function view_strides(shape, strides, new_shape, numel)
+  local nd, nn = #shape, #new_shape
+  local out = {}
+  if numel == 0 then
+    -- nothing to address: any packed strides do
+    local s = 1
+    for i = nn, 1, -1 do out[i] = s; s = s * math.max(new_shape[i], 1) end
+    return out
+  end
+  local view_d = nn
+  local chunk_base_stride = strides[nd] or 1
+  local tensor_numel, view_numel = 1, 1
+  for d = nd, 1, -1 do
+    tensor_numel = tensor_numel * shape[d]
+    if d == 1 or (shape[d - 1] ~= 1 and strides[d - 1] ~= tensor_numel * chunk_base_stride) then
+      while view_d >= 1 and (view_numel < tensor_numel or new_shape[view_d] == 1) do
+        out[view_d] = view_numel * chunk_base_stride
+        view_numel = view_numel * new_shape[view_d]
+        view_d = view_d - 1
+      end
+      if view_numel ~= tensor_numel then return nil end
+      if d > 1 then
+        chunk_base_stride = strides[d - 1]
+        tensor_numel, view_numel = 1, 1
+      end
+    end
+  end
+  if view_d ~= 0 then return nil end
+  return out
+end
+
+-- x:reshape(shape): a view when x's strides allow one, else a contiguous copy. One size may be -1.
+function M.reshape(x, shape)
+  x = check_tensor(x, "reshape", "x")
+  if type(shape) ~= "table" then
+    raise(format("reshape: shape: expected a table of sizes such as {2, 3}, got %s", describe(shape)))
+  end
+  local numel = core.numel_of(x)
+  local new, infer_at, known = {}, nil, 1
+  for i = 1, #shape do
+    local v = shape[i]
+    if v == -1 then
+      if infer_at then raise("reshape: shape: only one size may be -1") end
+      infer_at = i
+      new[i] = 1
+    else
+      if not is_int(v) or v < 0 then
+        raise(format("reshape: shape[%d]: expected a non-negative integer size or -1, got %s", i, describe(v)))
+      end
+      new[i] = v
+      known = known * v
+    end
+  end
+  if infer_at then
+    if known == 0 or numel % known ~= 0 then
+      raise(format("reshape: shape: cannot infer the -1 size: %d elements do not divide into {%s}", numel,
+                   table.concat(shape, ", ")))
+    end
+    new[infer_at] = numel / known
+    known = numel
+  end
+  core.parse_shape(new, "reshape")   -- dims, overflow
+  if known ~= numel then
+    raise(format("reshape: shape: {%s} holds %d elements, x has %d (shape %s)", table.concat(shape, ", "),
+                 known, numel, core.shape_str(core.shape_of(x))))
+  end
+  local strides = view_strides(core.shape_of(x), core.strides_of(x), new, numel)
+  if strides then
+    return core.view(x, new, strides, tonumber(C.cs_tensor_offset(x)), "reshape")
+  end
+  local c = M.contiguous(x)
+  local packed, s = {}, 1
+  for i = #new, 1, -1 do packed[i] = s; s = s * new[i] end
+  return core.view(c, new, packed, tonumber(C.cs_tensor_offset(c)), "reshape")
+end
+
+---------------------------------------------------------------------------------------------------
+-- Copies
+---------------------------------------------------------------------------------------------------
+function M.contiguous(x)
+  x = check_tensor(x, "contiguous", "x")
+  if C.cs_tensor_is_contiguous(x) ~= 0 then return x end
+  local h = core.empty(core.shape_of(x), tonumber(C.cs_tensor_dtype(x)), tonumber(C.cs_tensor_device(x)), "contiguous")
+  core.call("contiguous", C.cs_copy, h, x)
+  return h
+end
+
+function M.clone(x)
+  x = check_tensor(x, "clone", "x")
+  local h = core.empty_like(x, tonumber(C.cs_tensor_dtype(x)), tonumber(C.cs_tensor_device(x)), "clone")
+  core.call("clone", C.cs_copy, h, x)
+  return h
+end
+
+local TO_OPTS = { device = true, dtype = true }
+
+-- x:to(device), x:to(dtype) or x:to{device=, dtype=}: x itself when nothing changes, else a copy.
+function M.to(x, what)
+  x = check_tensor(x, "to", "x")
+  local dtype = tonumber(C.cs_tensor_dtype(x))
+  local dev = tonumber(C.cs_tensor_device(x))
+  local new_dtype, new_dev = dtype, dev
+  if type(what) == "string" then
+    if core.DTYPE[what] then new_dtype = core.DTYPE[what]
+    else new_dev = core.parse_device(what, "to", "device") end
+  elseif type(what) == "table" then
+    core.check_opts(what, TO_OPTS, "to")
+    if what.dtype ~= nil then new_dtype = core.parse_dtype(what.dtype, "to") end
+    if what.device ~= nil then new_dev = core.parse_device(what.device, "to") end
+  else
+    raise(format("to: expected a device name, a dtype name or {device=, dtype=}, got %s", describe(what)))
+  end
+  if new_dtype == dtype and new_dev == dev then return x end
+  local h = core.empty_like(x, new_dtype, new_dev, "to")
+  core.call("to", C.cs_copy, h, x)
+  return h
+end
+
+function M.cpu(x)
+  x = check_tensor(x, "cpu", "x")
+  if tonumber(C.cs_tensor_device(x)) == CPU then return x end
+  local h = core.empty_like(x, tonumber(C.cs_tensor_dtype(x)), CPU, "cpu")
+  core.call("cpu", C.cs_copy, h, x)
+  return h
+end
+
+function M.cuda(x)
+  x = check_tensor(x, "cuda", "x")
+  if tonumber(C.cs_tensor_device(x)) == CUDA then return x end
+  core.parse_device("cuda", "cuda")
+  local h = core.empty_like(x, tonumber(C.cs_tensor_dtype(x)), CUDA, "cuda")
+  core.call("cuda", C.cs_copy, h, x)
+  return h
+end
+
+-- x:free(): releases x's storage now (views of it keep theirs); any later use of x is an error.
+function M.free(x)
+  if not core.is_tensor(x) then
+    raise(format("free: x: expected a tensor, got %s", describe(x)))
+  end
+  if C.cs_tensor_release(x) ~= 0 then core.fail("free") end
+end
+
+function M.is_freed(x)
+  if not core.is_tensor(x) then
+    raise(format("is_freed: x: expected a tensor, got %s", describe(x)))
+  end
+  return C.cs_tensor_is_released(x) ~= 0
+end
+
+return M

@@ -1,0 +1,360 @@
+-- Shared pieces of cuscan's specs:
+--   * an independent oracle: plain-Lua scans (double precision for floats, exact wrapping 64-bit
+--     integer arithmetic for integers) over nested tables, written from the definitions;
+--   * a seeded random generator of its own (minstd), so inputs are fresh on every run yet any
+--     failure names the seed that replays it (CUSCAN_SPEC_SEED=<n> busted ...);
+--   * device suites: the same spec body runs on "cpu" and on "cuda"; without a CUDA device the
+--     CUDA tests are reported as pending with the reason instead of being dropped.
+local ffi = require("ffi")
+local bit = require("bit")
+local cs = require("cuscan")
+local assert = require("luassert")
+require("cuscan.assertions")
+
+local H = {}
+H.cs = cs
+
+---------------------------------------------------------------------------------------------------
+-- Random numbers
+---------------------------------------------------------------------------------------------------
+local Rng = {}
+Rng.__index = Rng
+
+-- Park-Miller "minimal standard" generator: exact in doubles.
+function H.rng(seed)
+  return setmetatable({ s = (math.floor(seed) % 2147483646) + 1, seed = seed }, Rng)
+end
+
+function Rng:next()
+  self.s = (self.s * 48271) % 2147483647
+  return self.s
+end
+
+function Rng:uniform(lo, hi)
+  lo, hi = lo or 0, hi or 1
+  return lo + (hi - lo) * ((self:next() - 1) / 2147483646)
+end
+
+function Rng:int(lo, hi) return lo + (self:next() % (hi - lo + 1)) end
+function Rng:bool(p) return self:uniform() < (p or 0.5) end
+function Rng:pick(list) return list[self:int(1, #list)] end
+
+H.base_seed = tonumber(os.getenv("CUSCAN_SPEC_SEED")) or (os.time() % 1000003)
+
+-- A seed for a named case: the run's base seed mixed with the name, so cases differ but each is
+-- replayed by the same CUSCAN_SPEC_SEED.
+function H.seed_for(name)
+  local h = 5381
+  for i = 1, #name do h = (h * 33 + name:byte(i)) % 2147483647 end
+  return (h + H.base_seed * 7919) % 2147483647
+end
+
+-- Runs fn; a failure or error inside gets the seed and the case prepended to its message.
+function H.replay(seed, case, fn)
+  local ok, err = pcall(fn)
+  if ok then return end
+  local note = ("[replay: CUSCAN_SPEC_SEED=%s, case seed %s] %s\n"):format(tostring(H.base_seed), tostring(seed), case)
+  if type(err) == "table" and err.message ~= nil then
+    err.message = note .. tostring(err.message)
+    error(err, 0)
+  end
+  error(note .. tostring(err), 0)
+end
+
+---------------------------------------------------------------------------------------------------
+-- Nested tables
+---------------------------------------------------------------------------------------------------
+function H.shape_of(v)
+  local shape = {}
+  while type(v) == "table" do
+    shape[#shape + 1] = #v
+    v = v[1]
+  end
+  return shape
+end
+
+function H.numel(shape)
+  local n = 1
+  for _, s in ipairs(shape) do n = n * s end
+  return n
+end
+
+-- Row-major flat list of the leaves and the shape.
+function H.flatten(v, shape)
+  shape = shape or H.shape_of(v)
+  local flat = {}
+  local function walk(t, d)
+    if d > #shape then
+      flat[#flat + 1] = t
+      return
+    end
+    for i = 1, shape[d] do walk(t[i], d + 1) end
+  end
+  walk(v, 1)
+  return flat, shape
+end
+
+function H.unflatten(flat, shape)
+  if #shape == 0 then return flat[1] end
+  local k = 0
+  local function build(d)
+    local t = {}
+    for i = 1, shape[d] do
+      if d == #shape then
+        k = k + 1
+        t[i] = flat[k]
+      else
+        t[i] = build(d + 1)
+      end
+    end
+    return t
+  end
+  return build(1)
+end
+
+-- A nested table of the given shape whose leaves come from gen(i) (i: 1-based flat index).
+function H.build(shape, gen)
+  local flat = {}
+  for i = 1, H.numel(shape) do flat[i] = gen(i) end
+  return H.unflatten(flat, shape)
+end
+
+---------------------------------------------------------------------------------------------------
+-- The oracle
+---------------------------------------------------------------------------------------------------
+local INT = { int32 = true, int64 = true, bool = true }
+H.is_int_dtype = INT
+
+local int64 = ffi.typeof("int64_t")
+local function wrap32(v)
+  local lo = bit.band(v, 0xffffffffLL)
+  if lo >= 0x80000000LL then lo = lo - 0x100000000LL end
+  return lo
+end
+
+local function to_int64(v)
+  if type(v) == "boolean" then return v and 1LL or 0LL end
+  return int64(v)
+end
+
+-- The scan of one line (a Lua array) by the definitions: acc starts at the identity; element i
+-- of an inclusive scan is acc after adding x[i]; of an exclusive scan, acc before it; reverse
+-- walks from the end; an element whose mask is false leaves acc unchanged.
+-- odtype: output dtype name. Integer results are int64 cdata (exact, wrapping as two's
+-- complement); int32 outputs wrap to 32 bits.
+function H.scan_line(xs, opts)
+  local op, rev, excl, mask, odt = opts.op or "sum", opts.reverse, opts.exclusive, opts.mask, opts.dtype or "float64"
+  local n = #xs
+  local out = {}
+  local int = INT[odt]
+  local acc
+  if int then acc = op == "sum" and 0LL or 1LL else acc = op == "sum" and 0.0 or 1.0 end
+  for k = 1, n do
+    local i = rev and (n + 1 - k) or k
+    local before = acc
+    if mask == nil or mask[i] then
+      local v = xs[i]
+      if int then
+        v = to_int64(v)
+        if op == "sum" then acc = acc + v else acc = acc * v end
+        if odt == "int32" then acc = wrap32(acc) end
+      else
+        if type(v) == "boolean" then v = v and 1 or 0 end
+        if op == "sum" then acc = acc + v else acc = acc * v end
+      end
+    end
+    out[i] = excl and before or acc
+  end
+  return out
+end
+
+-- The scan of a nested table along dim (1-based; negative from the end) with opts
+-- {op = "sum"|"prod", reverse, exclusive, mask = nested booleans, dtype = output dtype}.
+-- A 0-d value (a number) is a line of one element.
+function H.scan_ref(values, dim, opts)
+  opts = opts or {}
+  local shape = H.shape_of(values)
+  if #shape == 0 then
+    local o = {}
+    for k, v in pairs(opts) do o[k] = v end
+    o.mask = opts.mask ~= nil and { opts.mask } or nil
+    return H.scan_line({ values }, o)[1]
+  end
+  local nd = #shape
+  local d = dim < 0 and nd + dim + 1 or dim
+  if not (d >= 1 and d <= nd) then error("scan_ref: bad dim " .. tostring(dim), 2) end
+  local flat = H.flatten(values, shape)
+  local mflat = opts.mask and H.flatten(opts.mask, shape) or nil
+  local strides, s = {}, 1
+  for i = nd, 1, -1 do strides[i] = s; s = s * shape[i] end
+  local out = {}
+  local len, step = shape[d], strides[d]
+  local total = #flat
+  if len == 0 then return H.unflatten(out, shape) end
+  local lo = { op = opts.op, reverse = opts.reverse, exclusive = opts.exclusive, dtype = opts.dtype }
+  -- every line starts at a flat index whose coordinate along d is 0
+  for start = 0, total - 1 do
+    if math.floor(start / step) % len == 0 then
+      local xs, ms = {}, mflat and {} or nil
+      for k = 1, len do
+        xs[k] = flat[start + (k - 1) * step + 1]
+        if ms then ms[k] = mflat[start + (k - 1) * step + 1] end
+      end
+      lo.mask = ms
+      local ys = H.scan_line(xs, lo)
+      for k = 1, len do out[start + (k - 1) * step + 1] = ys[k] end
+    end
+  end
+  return H.unflatten(out, shape)
+end
+
+---------------------------------------------------------------------------------------------------
+-- Inputs
+---------------------------------------------------------------------------------------------------
+-- Random leaves suited to a dtype and an op: floats in [-1, 1) for sums and +-[0.75, 1.25) for
+-- products (long lines neither overflow nor underflow); small integers; booleans.
+function H.random_value(rng, dtype, op)
+  if dtype == "bool" then return rng:bool(0.5) end
+  if dtype == "int32" or dtype == "int64" then
+    if op == "prod" then return rng:pick({ -2, -1, 1, 2, 3 }) end
+    return rng:int(-1000, 1000)
+  end
+  if op == "prod" then
+    local v = rng:uniform(0.75, 1.25)
+    return rng:bool(0.5) and v or -v
+  end
+  local v = rng:uniform(-1, 1)
+  if v == 0 then v = 0.5 end
+  return v
+end
+
+function H.random_table(rng, shape, dtype, op)
+  return H.build(shape, function() return H.random_value(rng, dtype, op) end)
+end
+
+function H.random_mask(rng, shape, p)
+  return H.build(shape, function() return rng:bool(p or 0.6) end)
+end
+
+-- float32 rounding of a double, as the tensor will hold it
+local f32box = ffi.new("float[1]")
+function H.f32(v)
+  f32box[0] = v
+  return f32box[0]
+end
+
+-- Leaves rounded as stored in dtype (the oracle must start from what the tensor holds).
+function H.as_stored(t, dtype)
+  if dtype ~= "float32" then return t end
+  if type(t) == "number" then return H.f32(t) end
+  local out = {}
+  for i, v in ipairs(t) do out[i] = H.as_stored(v, dtype) end
+  return out
+end
+
+---------------------------------------------------------------------------------------------------
+-- Checking results
+---------------------------------------------------------------------------------------------------
+-- Tolerances for a scan result of dtype odt along a line of len elements.
+function H.tol(odt, op, len)
+  len = math.max(len or 1, 1)
+  if odt == "float64" then return 1e-12 * len, 1e-12 * len end
+  if op == "prod" then return math.max(2e-5, len * 1.5e-7), 1e-30 end
+  return 2e-5, 2e-6 * len
+end
+
+-- A poison value to pre-fill `out` with, per dtype.
+function H.poison(dtype)
+  if dtype == "float32" or dtype == "float64" then return 0 / 0 end
+  if dtype == "bool" then return true end
+  return -777777
+end
+
+-- Integer results compared exactly: expected holds int64 cdata (or numbers).
+function H.assert_int_equal(expected, actual)
+  local want = cs.tensor(expected, { dtype = actual.dtype, device = actual.device })
+  assert.same(want:shape(), actual:shape())
+  local bad = want:numel() > 0 and actual:ne(want):sum() or 0
+  if bad ~= 0 then
+    local ef, af = H.flatten(expected), H.flatten(actual:totable())
+    for i = 1, #ef do
+      if tonumber(ef[i]) ~= af[i] then
+        error(("%d of %d integer elements differ; first at flat index %d: expected %s, got %s"):format(
+          bad, #ef, i, tostring(ef[i]), tostring(af[i])), 2)
+      end
+    end
+    error(("%d integer elements differ"):format(bad), 2)
+  end
+end
+
+-- Compares a scan result against the oracle's table, by dtype.
+function H.assert_result(expected, actual, odt, op, len)
+  if INT[odt] then
+    H.assert_int_equal(expected, actual)
+  else
+    local rtol, atol = H.tol(odt, op, len)
+    assert.tensor_near(expected, actual, rtol, atol)
+  end
+end
+
+-- The raw bytes of a tensor's values in row-major order (for bit-identity checks).
+function H.bits(t)
+  local c = t:cpu():contiguous()
+  if c:numel() == 0 then return "" end
+  local C = require("cuscan.core").C
+  local size = require("cuscan.core").DTYPE_SIZE[require("cuscan.core").DTYPE[c.dtype]]
+  local base = ffi.cast("uint8_t *", C.cs_tensor_host_data(c)) + C.cs_tensor_offset(c) * size
+  return ffi.string(base, c:numel() * size)
+end
+
+---------------------------------------------------------------------------------------------------
+-- Device suites
+---------------------------------------------------------------------------------------------------
+H.devices = { "cpu", "cuda" }
+
+function H.no_cuda_reason()
+  if cs.cuda_available() then return nil end
+  return cs.cuda_unavailable_reason()
+end
+
+-- describe(name .. " on <device>") for each device, handing the body the device and an `it` to
+-- use: on a machine without CUDA, the CUDA `it`s become pending tests that give the reason.
+-- CUDA describes carry the #cuda tag.
+function H.each_device(name, body)
+  local env = getfenv(2)
+  for _, dev in ipairs(H.devices) do
+    local label = name .. " on " .. dev .. (dev == "cuda" and " #cuda" or "")
+    env.describe(label, function()
+      local it = env.it
+      if dev == "cuda" and not cs.cuda_available() then
+        local reason = H.no_cuda_reason()
+        it = function(test_name)
+          env.pending(test_name .. " (no CUDA device: " .. reason .. ")")
+        end
+      end
+      body(dev, it)
+    end)
+  end
+end
+
+-- An `it` for CUDA-only specs: runs when a device is present, else pending with the reason.
+function H.cuda_it()
+  local env = getfenv(2)
+  if cs.cuda_available() then return env.it end
+  local reason = H.no_cuda_reason()
+  return function(test_name)
+    env.pending(test_name .. " (no CUDA device: " .. reason .. ")")
+  end
+end
+
+-- Runs a shell command; returns its output and exit status.
+function H.shell(cmd)
+  local f = io.popen(cmd .. " 2>&1; echo \"__status=$?\"")
+  local out = f:read("*a")
+  f:close()
+  local status = tonumber(out:match("__status=(%d+)%s*$"))
+  out = out:gsub("__status=%d+%s*$", "")
+  return out, status
+end
+
+return H
