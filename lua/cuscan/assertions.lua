@@ -77,6 +77,11 @@ local function num(v)
   return tonumber(v)
 end
 
+local function value_text(v)
+  if type(v) == "cdata" then return (tostring(v):gsub("U?LL$", "")) end
+  return tostring(v)
+end
+
 local function is_close(a, e, rtol, atol)
   if a ~= a or e ~= e then return a ~= a and e ~= e end
   if a == e then return true end
@@ -148,11 +153,13 @@ local function compare(expected, actual, rtol, atol, exact)
   end
 
   -- describe the difference from the values themselves
-  local av, ev = data.flat(actual, "tensor_near"), data.flat(et, "tensor_near")
+  local av, ev = data.flat(actual, "tensor_near", ints), data.flat(et, "tensor_near", ints)
   local first, max_abs, max_rel, nans, bad = nil, 0, 0, 0, 0
   for i = 1, #av do
     local a, e = num(av[i]), num(ev[i])
-    if not is_close(a, e, rtol, atol) then
+    local close
+    if ints then close = av[i] == ev[i] else close = is_close(a, e, rtol, atol) end
+    if not close then
       first = first or i
       bad = bad + 1
     end
@@ -174,7 +181,7 @@ local function compare(expected, actual, rtol, atol, exact)
   end
   return false, format(
     "%d of %d elements differ (rtol=%g, atol=%g)\n  first at %s: expected %s, actual %s\n  max abs error %.6g, max rel error %.6g%s\n  actual: %s %s tensor on %s",
-    bad, #av, rtol, atol, index_text(first, ashape), tostring(ev[first]), tostring(av[first]),
+    bad, #av, rtol, atol, index_text(first, ashape), value_text(ev[first]), value_text(av[first]),
     max_abs, max_rel, nans > 0 and format(" (over numbers; %d NaN where the other has a number)", nans) or "",
     shape_text(ashape), adtype, actual.device)
 end

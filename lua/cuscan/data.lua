@@ -74,11 +74,14 @@ function data.totable(x)
   return read_dims(host_ptr(h, dtype), read, shape, strides, 1, nd, 0)
 end
 
--- Element values in row-major order as a flat Lua array (for comparisons and printing).
-function data.flat(x, fname)
+local function read_raw_int64(p, i) return p[i] end
+
+-- Element values in row-major order as a flat Lua array (for comparisons and printing). With
+-- raw, int64 values stay int64 cdata (exact).
+function data.flat(x, fname, raw)
   local h = on_host(x, fname)
   local dtype = tonumber(C.cs_tensor_dtype(h))
-  local read = READ[dtype]
+  local read = (raw and dtype == I64) and read_raw_int64 or READ[dtype]
   local nd = C.cs_tensor_ndim(h)
   local n = core.numel_of(h)
   local out = {}

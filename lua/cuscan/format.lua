@@ -75,7 +75,7 @@ local function value_strings(c)
     end
     local style
     if not finite then style = nil
-    elseif integral and maxa < 1e16 then style = "int"
+    elseif integral and maxa < 1e8 then style = "int"
     elseif maxa >= 1e8 or (mina ~= huge and (mina < 1e-4 or maxa / mina >= 1e3 and maxa >= 1e3)) then style = "%.4e"
     else style = "%.4f" end
     for i, v in ipairs(vals) do
