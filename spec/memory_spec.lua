@@ -1,0 +1,151 @@
+-- Memory: cs.memory_info(), x:free(), the garbage collector driven by the bytes cuscan holds,
+-- out-of-memory errors that name the bytes, and (on a GPU host) the 200 x 4 GiB loop.
+local H = require("spec.helpers")
+local cs = require("cuscan")
+require("cuscan.assertions")
+
+local MiB = 1024 * 1024
+local GiB = 1024 * MiB
+
+local function settle()
+  collectgarbage()
+  collectgarbage()
+end
+
+H.each_device("memory", function(dev, it)
+  it("memory_info gives the bytes in use, free and total", function()
+    local m = cs.memory_info(dev)
+    assert.equal(dev, m.device)
+    assert.is_number(m.in_use)
+    assert.is_true(m.in_use >= 0)
+    assert.is_true(m.total > 0)
+    assert.is_true(m.free >= 0 and m.free <= m.total)
+  end)
+
+  it("in_use grows by a new tensor's bytes, not by views, and returns to its start after collectgarbage()", function()
+    settle()
+    local m0 = cs.memory_info(dev).in_use
+    local x = cs.zeros({ 1024, 256 }, { device = dev })
+    assert.equal(m0 + MiB, cs.memory_info(dev).in_use)
+    local v = x:transpose(1, 2):narrow(1, 2, 10)
+    assert.equal(m0 + MiB, cs.memory_info(dev).in_use)
+    local y = cs.ones({ 1000 }, { device = dev, dtype = "int64" })
+    assert.equal(m0 + MiB + 8000, cs.memory_info(dev).in_use)
+    x, v, y = nil, nil, nil
+    settle()
+    assert.equal(m0, cs.memory_info(dev).in_use)
+  end)
+
+  it("free releases the storage at once and makes later use an error", function()
+    settle()
+    local m0 = cs.memory_info(dev).in_use
+    local x = cs.ones({ 256, 1024 }, { device = dev })
+    assert.equal(m0 + MiB, cs.memory_info(dev).in_use)
+    x:free()
+    assert.equal(m0, cs.memory_info(dev).in_use)
+    assert.is_true(x:is_freed())
+    assert.has_error(function() local _ = x:cumsum(1) end, nil)
+    local ok, err = pcall(function() local _ = x:sum() end)
+    assert.is_false(ok)
+    assert.matches("cuscan: sum: x: tensor was freed", err, 1, true)
+    assert.has_no_error(function() x:free() end)  -- twice is harmless
+  end)
+
+  it("freeing a tensor leaves the storage its views share alive", function()
+    local x = cs.arange(10, { device = dev })
+    local v = x:narrow(1, 3, 4)
+    x:free()
+    assert.same({ 2, 3, 4, 5 }, v:totable())
+    assert.same({ 2, 5, 9, 14 }, v:cumsum(1):totable())
+  end)
+
+  it("a scan's output is the only new allocation (no temporaries are kept)", function()
+    settle()
+    local x = cs.rand({ 300, 200 }, { seed = 1, device = dev })
+    local m = x:gt(0.5)
+    local m0 = cs.memory_info(dev).in_use
+    local y = x:cumsum(2, { mask = m, reverse = true })
+    assert.equal(m0 + 300 * 200 * 4, cs.memory_info(dev).in_use)
+    x:cumprod(1, { out = y })
+    assert.equal(m0 + 300 * 200 * 4, cs.memory_info(dev).in_use)
+  end)
+
+  it("the collector runs when dropped tensors pile up, so memory stays bounded", function()
+    local core = require("cuscan.core")
+    settle()
+    local runs0 = core.gc_stats().collections
+    local peak, m0 = 0, cs.memory_info(dev).in_use
+    local each = 16 * MiB
+    local n = dev == "cuda" and 64 or 48  -- 48 x 2 x 16 MiB = 1.5 GiB made in all
+    for _ = 1, n do
+      local x = cs.ones({ each / 4 }, { device = dev })
+      local y = x:cumsum(1)
+      assert.equal(each / 4, y:numel())
+      local now = cs.memory_info(dev).in_use
+      if now > peak then peak = now end
+    end
+    assert.is_true(core.gc_stats().collections > runs0, "the soft limit triggered a collection")
+    assert.is_true(peak - m0 < 640 * MiB, ("peak %d MiB above the start"):format((peak - m0) / MiB))
+    settle()
+    assert.equal(m0, cs.memory_info(dev).in_use)
+  end)
+end)
+
+describe("out of memory", function()
+  it("on the host, asking for more than can be had is a cuscan: error naming the bytes", function()
+    local keep = cs.arange(5)
+    local ok, err = pcall(function() local _ = cs.zeros({ 2 ^ 50 }, { dtype = "int64", device = "cpu" }) end)
+    assert.is_false(ok)
+    assert.matches("^spec/memory_spec.lua:%d+: cuscan: zeros: .*out of memory", err)
+    assert.matches(("%.0f"):format(2 ^ 53), err, 1, true)
+    assert.same({ 0, 1, 2, 3, 4 }, keep:totable())
+  end)
+
+  local cuda_it = H.cuda_it()
+
+  cuda_it("on CUDA, a tensor larger than the device is a cuscan: error naming the bytes asked and free; the rest lives on #cuda", function()
+    local keep = cs.rand({ 1000 }, { seed = 3, device = "cuda" })
+    local before = keep:totable()
+    local total = cs.device_info().total_memory
+    local n = math.floor(total / 4) * 2
+    local ok, err = pcall(function() local _ = cs.zeros({ n }, { device = "cuda" }) end)
+    assert.is_false(ok)
+    assert.matches("cuscan: zeros: .*out of memory", err)
+    assert.matches(("%.0f"):format(n * 4), err, 1, true)
+    assert.matches("free", err, 1, true)
+    assert.same(before, keep:totable())
+    assert.tensor_near(H.scan_ref(before, 1, { op = "sum" }), keep:cumsum(1), 1e-5, 1e-4)
+  end)
+
+  cuda_it("on CUDA, garbage is collected before an allocation that needs its memory fails #cuda", function()
+    settle()
+    local total = cs.device_info().total_memory
+    local chunk = math.floor(total * 0.3 / 4)
+    for _ = 1, 4 do
+      local g = cs.zeros({ chunk }, { device = "cuda" })  -- dropped at once: garbage
+      assert.equal(chunk, g:numel())
+    end
+    local big = cs.zeros({ chunk * 2 }, { device = "cuda" })
+    assert.equal(chunk * 2, big:numel())
+    big = nil
+    settle()
+  end)
+
+  cuda_it("on CUDA, 200 outputs of 4 GiB from a 4 GiB input finish and memory returns to its start #cuda #slow", function()
+    settle()
+    local m0 = cs.memory_info("cuda").in_use
+    local n = 4 * GiB / 4
+    local x = cs.rand({ n }, { seed = 11, device = "cuda" })
+    local last
+    for i = 1, 200 do
+      local y = x:cumsum(1)
+      if i == 200 then last = y:narrow(1, n - 3, 4):cpu() end
+    end
+    cs.synchronize()
+    assert.equal(4, last:numel())
+    x = nil
+    settle()
+    cs.synchronize()
+    assert.equal(m0, cs.memory_info("cuda").in_use)
+  end)
+end)
