@@ -89,7 +89,11 @@ return function(options)
       if #list == 0 then return end
       write(("\n%s (%d):\n"):format(title, #list))
       for i, f in ipairs(list) do
-        write(("\n%d) %s\n"):format(i, f.name or "(unnamed)"))
+        local name = f.name
+        if name == nil or name == "" then
+          name = "(" .. tostring(f.element and f.element.descriptor or "suite") .. ")"
+        end
+        write(("\n%d) %s\n"):format(i, name))
         write(("   at %s\n"):format(place(f)))
         if f.randomseed then write(("   random seed: %s\n"):format(tostring(f.randomseed))) end
         write(indent(message_text(f.message), "   ") .. "\n")

@@ -1,0 +1,110 @@
+-- Loading the module: the library beside the module or from $CUSCAN_LIB, an installed layout,
+-- CUSCAN_DEVICE, the version. Run in child processes so the environment can vary.
+local H = require("spec.helpers")
+local cs = require("cuscan")
+
+-- the project root, absolute (specs run from it)
+local root = (debug.getinfo(1, "S").source:match("^@(/.*)/spec/module_spec%.lua$")) or
+             H.shell("pwd"):gsub("%s+$", "")
+local LUA_PATH = ("%s/lua/?.lua;%s/lua/?/init.lua;;"):format(root, root)
+
+local function q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+
+-- Runs a Lua chunk in a fresh luajit with the given environment; returns output and status.
+local function run(chunk, env)
+  local parts = {}
+  for k, v in pairs(env or {}) do parts[#parts + 1] = k .. "=" .. q(v) end
+  if not (env and env.LUA_PATH) then parts[#parts + 1] = "LUA_PATH=" .. q(LUA_PATH) end
+  return H.shell(("env %s luajit -e %s"):format(table.concat(parts, " "), q(chunk)))
+end
+
+describe("the module", function()
+  it("reports a version string from the library", function()
+    assert.matches("^%d+%.%d+%.%d+", cs.version)
+    local C = require("cuscan.core").C
+    assert.equal(require("ffi").string(C.cs_version()), cs.version)
+    assert.same({ "float32", "float64", "int32", "int64", "bool" }, cs.dtypes)
+  end)
+
+  it("loads from another working directory", function()
+    local out, status = run("local cs = require('cuscan') io.write(cs.version, ' ', cs.zeros({2}):sum())",
+                            { PWD = "/" })
+    assert.equal(0, status, out)
+    assert.equal(cs.version .. " 0", out)
+    out, status = H.shell(("cd / && LUA_PATH=%s luajit -e %s"):format(q(LUA_PATH),
+      q("io.write(require('cuscan').tensor({1,2,3}):cumsum(1):totable()[3])")))
+    assert.equal(0, status, out)
+    assert.equal("6", out)
+  end)
+
+  it("CUSCAN_DEVICE=cpu makes cpu the default device", function()
+    local out, status = run("io.write(require('cuscan').default_device())", { CUSCAN_DEVICE = "cpu" })
+    assert.equal(0, status, out)
+    assert.equal("cpu", out)
+  end)
+
+  it("an unknown CUSCAN_DEVICE is an error at require", function()
+    local out, status = run("require('cuscan')", { CUSCAN_DEVICE = "tpu" })
+    assert.is_not.equal(0, status)
+    assert.matches("cuscan: CUSCAN_DEVICE", out, 1, true)
+    assert.matches("tpu", out, 1, true)
+  end)
+
+  it("CUSCAN_DEVICE=cuda without a device is an error giving the reason", function()
+    local out, status = run("io.write(require('cuscan').default_device())", { CUSCAN_DEVICE = "cuda" })
+    if cs.cuda_available() then
+      assert.equal(0, status, out)
+      assert.equal("cuda", out)
+    else
+      assert.is_not.equal(0, status)
+      assert.matches("CUDA is not available", out, 1, true)
+      assert.matches(cs.cuda_unavailable_reason(), out, 1, true)
+    end
+  end)
+
+  it("CUSCAN_LIB picks the library; a wrong path is a clear error", function()
+    local lib = require("cuscan.core").lib_path
+    local out, status = run("io.write(require('cuscan').version)", { CUSCAN_LIB = lib })
+    assert.equal(0, status, out)
+    assert.equal(cs.version, out)
+    out, status = run("require('cuscan')", { CUSCAN_LIB = "/nonexistent/libcuscan.so" })
+    assert.is_not.equal(0, status)
+    assert.matches("cuscan: cannot find libcuscan.so", out, 1, true)
+    assert.matches("/nonexistent/libcuscan.so", out, 1, true)
+  end)
+
+  it("loads from an installed layout: <prefix>/share/lua/5.1/cuscan and <prefix>/lib/cuscan", function()
+    local lib = require("cuscan.core").lib_path
+    local libdir = lib:match("^(.*)/[^/]*$")
+    local prefix = os.tmpname()
+    os.remove(prefix)
+    local cmd = table.concat({
+      ("mkdir -p %s/share/lua/5.1/cuscan %s/lib/cuscan"):format(q(prefix), q(prefix)),
+      ("cp %s/lua/cuscan/*.lua %s/share/lua/5.1/cuscan/"):format(q(root), q(prefix)),
+      ("cp %s %s/lib/cuscan/libcuscan.so"):format(q(lib), q(prefix)),
+      ("cp %s/cuscan.cdef %s/lib/cuscan/cuscan.cdef"):format(q(libdir), q(prefix)),
+    }, " && ")
+    local out, status = H.shell(cmd)
+    assert.equal(0, status, out)
+    local path = ("%s/share/lua/5.1/?.lua;%s/share/lua/5.1/?/init.lua;;"):format(prefix, prefix)
+    out, status = H.shell(("cd / && LUA_PATH=%s luajit -e %s"):format(q(path),
+      q("local cs = require('cuscan') io.write(require('cuscan.core').lib_path, '|', cs.tensor({1,2}):cumsum(1):totable()[2])")))
+    H.shell("rm -rf " .. q(prefix))
+    assert.equal(0, status, out)
+    assert.matches("/lib/cuscan/libcuscan.so|3", out, 1, true)
+    assert.matches(prefix, out, 1, true)
+  end)
+
+  it("device_info is a table with a CUDA device and nil without one", function()
+    local info = cs.device_info()
+    if cs.cuda_available() then
+      assert.is_string(info.name)
+      assert.is_true(info.total_memory > 0)
+      assert.matches("^%d+%.%d+$", info.compute_capability)
+      assert.equal(("%d.%d"):format(info.major, info.minor), info.compute_capability)
+      assert.is_true(info.multiprocessors > 0)
+    else
+      assert.is_nil(info)
+    end
+  end)
+end)
