@@ -304,7 +304,125 @@ function H.bits(t)
   local C = require("cuscan.core").C
   local size = require("cuscan.core").DTYPE_SIZE[require("cuscan.core").DTYPE[c.dtype]]
   local base = ffi.cast("uint8_t *", C.cs_tensor_host_data(c)) + C.cs_tensor_offset(c) * size
-  return ffi.string(base, c:numel() * size)
+  local s = ffi.string(base, c:numel() * size)
+  require("cuscan.core").keep(c)  -- base points into c's storage
+  return s
+end
+
+---------------------------------------------------------------------------------------------------
+-- Random scan cases (for the fuzz and CPU-vs-CUDA specs)
+---------------------------------------------------------------------------------------------------
+local FUZZ_PAIRS = {
+  sum = { { "float32", "float32" }, { "float32", "float64" }, { "float64", "float64" }, { "int32", "int32" },
+          { "int32", "int64" }, { "int64", "int64" }, { "bool", "int64" }, { "bool", "int32" } },
+  prod = { { "float32", "float32" }, { "float32", "float64" }, { "float64", "float64" }, { "int32", "int32" },
+           { "int32", "int64" }, { "int64", "int64" } },
+}
+
+-- A random case: a base shape of 1..max_dims dims (one length may reach max_len, the rest stay
+-- small), at most `cap` elements, a view of it, a dim, op, dtypes, flags and the kind of out.
+function H.random_case(rng, cap, max_dims, max_len)
+  max_dims, max_len = max_dims or 5, max_len or 5000
+  local c = {}
+  local nd = rng:int(1, max_dims)
+  local shape = {}
+  local long = rng:bool(0.5) and rng:int(1, nd) or 0
+  for d = 1, nd do
+    if d == long then shape[d] = rng:int(0, max_len)
+    else shape[d] = rng:bool(0.05) and 0 or rng:int(1, rng:bool(0.3) and 40 or 6) end
+  end
+  -- keep within the element cap by shrinking the largest dims
+  while H.numel(shape) > cap do
+    local big = 1
+    for d = 2, nd do if shape[d] > shape[big] then big = d end end
+    shape[big] = math.floor(shape[big] / 2)
+  end
+  c.base = shape
+  c.view = rng:pick({ "none", "none", "transpose", "narrow", "select" })
+  if c.view == "transpose" and nd < 2 then c.view = "none" end
+  if c.view == "select" and nd < 2 then c.view = "none" end
+  if c.view == "transpose" then
+    c.d1 = rng:int(1, nd)
+    repeat c.d2 = rng:int(1, nd) until c.d2 ~= c.d1
+  elseif c.view == "narrow" then
+    c.d1 = rng:int(1, nd)
+    local size = shape[c.d1]
+    c.start = size > 0 and rng:int(1, size) or 1
+    c.length = rng:int(0, size - c.start + 1)
+  elseif c.view == "select" then
+    c.d1 = rng:int(1, nd)
+    if shape[c.d1] == 0 then c.view = "none" else c.index = rng:int(1, shape[c.d1]) end
+  end
+  local xnd = nd - (c.view == "select" and 1 or 0)
+  if xnd == 0 then c.dim = rng:pick({ 1, -1 })
+  else
+    c.dim = rng:int(1, xnd)
+    if rng:bool(0.3) then c.dim = c.dim - xnd - 1 end
+  end
+  c.op = rng:bool(0.5) and "sum" or "prod"
+  local pair = rng:pick(FUZZ_PAIRS[c.op])
+  c.dtype, c.odtype = pair[1], pair[2]
+  c.reverse, c.exclusive, c.masked = rng:bool(0.5), rng:bool(0.5), rng:bool(0.5)
+  c.out = rng:pick({ "new", "poisoned", "inplace" })
+  if c.out == "inplace" and c.dtype ~= c.odtype then c.out = "poisoned" end
+  c.seed = rng:int(0, 2 ^ 31 - 2)
+  return c
+end
+
+-- The view of the case applied to a tensor of the base shape.
+function H.apply_view(c, t)
+  if c.view == "transpose" then return t:transpose(c.d1, c.d2) end
+  if c.view == "narrow" then return t:narrow(c.d1, c.start, c.length) end
+  if c.view == "select" then return t:select(c.d1, c.index) end
+  return t
+end
+
+function H.case_text(c)
+  local v = c.view
+  if v == "transpose" then v = ("transpose(%d, %d)"):format(c.d1, c.d2)
+  elseif v == "narrow" then v = ("narrow(%d, %d, %d)"):format(c.d1, c.start, c.length)
+  elseif v == "select" then v = ("select(%d, %d)"):format(c.d1, c.index) end
+  return ("%s %s->%s base {%s} view %s dim %s%s%s%s out=%s seed=%d"):format(
+    c.op == "sum" and "cumsum" or "cumprod", c.dtype, c.odtype, table.concat(c.base, ", "), v,
+    tostring(c.dim), c.reverse and " reverse" or "", c.exclusive and " exclusive" or "",
+    c.masked and " masked" or "", c.out, c.seed)
+end
+
+-- Inputs for a case, built on the CPU from cuscan's own generator (values suited to dtype and
+-- op), then viewed. Returns x and mask (CPU).
+function H.case_inputs(c)
+  local base = cs.rand(c.base, { seed = c.seed, dtype = "float64", device = "cpu" })
+  local x
+  if c.dtype == "bool" then x = base:lt(0.5)
+  elseif c.dtype == "int32" or c.dtype == "int64" then
+    -- products: odd values -3, -1, 1, 3 (never 0, so lines stay interesting); sums: -1000..999
+    x = c.op == "prod" and ((base * 4):to(c.dtype) * 2 - 3) or (base * 2000 - 1000):to(c.dtype)
+  elseif c.op == "prod" then x = (base * 0.5 + 0.75):to(c.dtype)
+  else x = (base * 2 - 1):to(c.dtype) end
+  local m = cs.rand(c.base, { seed = c.seed + 1, device = "cpu" }):lt(0.7)
+  x, m = H.apply_view(c, x), H.apply_view(c, m)
+  return x, c.masked and m or nil
+end
+
+-- Runs the case's scan on x (on x's device): returns the result tensor.
+function H.run_case(c, x, mask)
+  local fn = c.op == "sum" and "cumsum" or "cumprod"
+  local opts = { reverse = c.reverse, exclusive = c.exclusive, mask = mask, dtype = c.odtype }
+  if c.out == "poisoned" then
+    opts.out = cs.full(x:shape(), H.poison(c.odtype), { dtype = c.odtype, device = x.device })
+  elseif c.out == "inplace" then
+    x = x:clone()
+    opts.out = x
+  end
+  local y = cs[fn](x, c.dim, opts)
+  if opts.out then assert.is_true(rawequal(y, opts.out)) end
+  return y
+end
+
+-- The length of the scanned dim of x for case c.
+function H.case_len(c, x)
+  if x:dim() == 0 then return 1 end
+  return x:size(c.dim)
 end
 
 ---------------------------------------------------------------------------------------------------

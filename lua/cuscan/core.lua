@@ -408,6 +408,14 @@ function core.call(fname, fn, ...)
   end
 end
 
+-- Keeps t alive up to this point. A raw pointer into a tensor's storage is valid only while the
+-- tensor lives, and a compiled trace may treat a local that is not used again as dead, letting
+-- the collector free the storage under the pointer; an FFI call on t cannot be optimised away.
+local cs_tensor_ndim = C.cs_tensor_ndim
+function core.keep(t)
+  cs_tensor_ndim(t)
+end
+
 -- The methods table of the tensor metatype; the parts of the module fill it in.
 core.methods = {}
 

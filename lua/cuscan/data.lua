@@ -6,6 +6,7 @@ local core = require("cuscan.core")
 core.own_file()
 
 local C = core.C
+local keep = core.keep
 local raise, describe, format = core.raise, core.describe, string.format
 local type, tonumber, floor, huge = type, tonumber, math.floor, math.huge
 local cast = ffi.cast
@@ -64,14 +65,16 @@ function data.totable(x)
   local dtype = tonumber(C.cs_tensor_dtype(h))
   local read = READ[dtype]
   local nd = C.cs_tensor_ndim(h)
+  local out
   if nd == 0 then
-    return read(host_ptr(h, dtype), 0)
+    out = read(host_ptr(h, dtype), 0)
+  elseif core.numel_of(h) == 0 then
+    out = read_dims(nil, read, core.shape_of(h), core.strides_of(h), 1, nd, 0)
+  else
+    out = read_dims(host_ptr(h, dtype), read, core.shape_of(h), core.strides_of(h), 1, nd, 0)
   end
-  local shape, strides = core.shape_of(h), core.strides_of(h)
-  if core.numel_of(h) == 0 then
-    return read_dims(nil, read, shape, strides, 1, nd, 0)
-  end
-  return read_dims(host_ptr(h, dtype), read, shape, strides, 1, nd, 0)
+  keep(h)
+  return out
 end
 
 local function read_raw_int64(p, i) return p[i] end
@@ -87,7 +90,11 @@ function data.flat(x, fname, raw)
   local out = {}
   if n == 0 then return out end
   local p = host_ptr(h, dtype)
-  if nd == 0 then out[1] = read(p, 0) return out end
+  if nd == 0 then
+    out[1] = read(p, 0)
+    keep(h)
+    return out
+  end
   local shape, strides = core.shape_of(h), core.strides_of(h)
   local idx = {}
   for d = 1, nd do idx[d] = 0 end
@@ -111,6 +118,7 @@ function data.flat(x, fname, raw)
     end
     if d < 1 then break end
   end
+  keep(h)
   return out
 end
 
@@ -125,7 +133,9 @@ function data.item(x)
   local h = on_host(x, "item")
   local dtype = tonumber(C.cs_tensor_dtype(h))
   -- the single element sits at the offset whatever the strides are
-  return READ[dtype](host_ptr(h, dtype), 0)
+  local v = READ[dtype](host_ptr(h, dtype), 0)
+  keep(h)
+  return v
 end
 
 ---------------------------------------------------------------------------------------------------
@@ -273,6 +283,7 @@ function data.from_table(value, dtype, dev, fname)
     local p = host_ptr(h, dtype)
     local write = writer(dtype, fname)
     if nd == 0 then write(p, 0, value) else fill_rows(value, 1, nd, p, 0, write) end
+    keep(h)
   end
   if dev == CPU then return h end
   local d = core.empty_like(h, dtype, dev, fname)

@@ -89,6 +89,7 @@ local function value_strings(c)
   else
     for i, o in ipairs(offs) do out[i] = format("%d", p[o]) end
   end
+  core.keep(c)  -- p points into c's storage
   return out
 end
 

@@ -262,7 +262,9 @@ local function reduce_all(x, op, fname)
     end
   end
   local p = ffi.cast(core.ELEM_PTR[odt], C.cs_tensor_host_data(out)) + C.cs_tensor_offset(out)
-  return tonumber(p[0])
+  local v = tonumber(p[0])
+  core.keep(out)  -- p points into out's storage
+  return v
 end
 ops.reduce_all = reduce_all
 
