@@ -108,3 +108,17 @@ describe("the module", function()
     end
   end)
 end)
+
+H.each_device("timing events", function(dev, it)
+  it("measure the time between two recorded points", function()
+    local e0, e1 = cs.event(dev), cs.event(dev)
+    assert.is_true(rawequal(e0, e0:record()))
+    local x = cs.rand({ 512, 512 }, { seed = 1, device = dev })
+    for _ = 1, 5 do x = x:cumsum(2) end
+    e1:record()
+    local ms = e0:elapsed(e1)
+    assert.is_number(ms)
+    assert.is_true(ms >= 0 and ms < 60000)
+    assert.has_error(function() e0:elapsed(5) end)
+  end)
+end)

@@ -189,6 +189,12 @@ function cs.is_tensor(v) return core.is_tensor(v) end
 ---------------------------------------------------------------------------------------------------
 -- Device and memory
 ---------------------------------------------------------------------------------------------------
+local event = require("cuscan.event")
+
+-- cs.event([device]): a timing event (e:record(), e:elapsed(later) in milliseconds); on CUDA the
+-- time between two events is device time.
+function cs.event(device) return event.new(device, default_dev) end
+
 -- Waits for all queued CUDA work; an asynchronous fault is reported here.
 function cs.synchronize()
   if C.cs_synchronize() ~= 0 then core.fail("synchronize") end
