@@ -35,7 +35,7 @@ CU_SRC = $(wildcard kernels/*.cu)
 ifeq ($(CUDA),1)
 OBJS    = $(C_SRC:src/%.c=$(BUILD)/obj/%.o) $(CU_SRC:kernels/%.cu=$(BUILD)/obj/kernels/%.o)
 CFLAGS += -I$(CUDA_HOME)/include
-LDLIBS += -L$(CUDA_HOME)/lib64 -lcudart_static -lrt -ldl
+LDLIBS += -L$(CUDA_HOME)/lib64 -lcudart_static -lrt -ldl -lstdc++
 else
 OBJS    = $(C_SRC:src/%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/cuda_stub.o
 endif
@@ -43,6 +43,7 @@ endif
 LIB  = $(BUILD)/libcuscan.so
 CDEF = $(BUILD)/cuscan.cdef
 
+.DELETE_ON_ERROR:
 .PHONY: all test demo bench bench-plot repl install uninstall asan sanitize clean tools
 all: $(LIB) $(CDEF)
 ifeq ($(CUDA),1)

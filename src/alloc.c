@@ -26,7 +26,7 @@ static struct {
 #if CS_WITH_CUDA
     cudaStream_t stream;
 #endif
-} cuda = { PTHREAD_ONCE_INIT, 0, "", 0, "" };
+} cuda = { .once = PTHREAD_ONCE_INIT };
 
 #if CS_WITH_CUDA
 static void cuda_probe(void)
@@ -240,27 +240,90 @@ void cs_storage_release(cs_storage *s)
     free(s);
 }
 
-/* Library-owned scratch for kernels (look-back status words): one buffer, grown on demand. The
- * stream orders its reuse, so the next op may take it as soon as it is queued. */
-cs_status cs_cuda_scratch(void **ptr, size_t bytes)
+/* Scratch for the scan kernels, owned by the library and grown on demand: a flags buffer (the work
+ * queue's two words, then one flag per unit) that only ever holds flags, and a values buffer. Flags
+ * carry an epoch that changes with every launch, so flags of earlier launches read as empty and
+ * nothing is cleared between launches; the flags buffer is zeroed when it is made and when the epoch
+ * wraps. The stream orders every reuse. */
+cs_status cs_cuda_lookback_scratch(unsigned **flags, size_t nflags, void **values, size_t value_bytes,
+                                   unsigned *epoch)
 {
 #if CS_WITH_CUDA
-    static void *buf;
-    static size_t have;
-    if (bytes > have) {
-        if (buf) cudaFreeAsync(buf, cuda.stream);
-        buf = NULL;
-        have = 0;
-        size_t want = bytes < ((size_t)1 << 20) ? ((size_t)1 << 20) : bytes;
-        cudaError_t e = cudaMallocAsync(&buf, want, cuda.stream);
-        if (e != cudaSuccess) return cs_cuda_check(e, "scratch allocation");
-        have = want;
+    static unsigned *flag_buf;
+    static size_t flag_have;
+    static void *value_buf;
+    static size_t value_have;
+    static unsigned next_epoch = 1;
+    cudaStream_t s = cuda.stream;
+    size_t fbytes = (nflags + 16) * sizeof(unsigned);
+    if (fbytes > flag_have) {
+        if (flag_buf) cudaFreeAsync(flag_buf, s);
+        flag_buf = NULL;
+        flag_have = 0;
+        size_t want = fbytes < 4096 ? 4096 : fbytes + fbytes / 2;
+        cs_status st = cs_cuda_check(cudaMallocAsync((void **)&flag_buf, want, s), "scan scratch");
+        if (st) return st;
+        flag_have = want;
+        next_epoch = 0; /* forces the clearing below */
     }
-    *ptr = buf;
+    if (next_epoch == 0 || next_epoch >= (1u << 30)) {
+        cs_status st = cs_cuda_check(cudaMemsetAsync(flag_buf, 0, flag_have, s), "scan scratch reset");
+        if (st) return st;
+        next_epoch = 1;
+    }
+    if (value_bytes > value_have) {
+        if (value_buf) cudaFreeAsync(value_buf, s);
+        value_buf = NULL;
+        value_have = 0;
+        size_t want = value_bytes + value_bytes / 2;
+        cs_status st = cs_cuda_check(cudaMallocAsync(&value_buf, want, s), "scan scratch");
+        if (st) return st;
+        value_have = want;
+    }
+    *flags = flag_buf;
+    *values = value_buf;
+    *epoch = next_epoch++;
     return CS_OK;
+#else
+    (void)nflags; (void)value_bytes;
+    *flags = NULL;
+    *values = NULL;
+    *epoch = 0;
+    return cs_fail(CS_ERR_NO_DEVICE, "built without CUDA");
+#endif
+}
+
+/* Temporary device memory for one op (stream-ordered: free it right after the launches using it). */
+cs_status cs_cuda_temp(void **ptr, size_t bytes)
+{
+#if CS_WITH_CUDA
+    return cs_cuda_check(cudaMallocAsync(ptr, bytes ? bytes : 1, cuda.stream), "temporary allocation");
 #else
     (void)bytes;
     *ptr = NULL;
     return cs_fail(CS_ERR_NO_DEVICE, "built without CUDA");
+#endif
+}
+
+void cs_cuda_temp_free(void *ptr)
+{
+#if CS_WITH_CUDA
+    if (ptr && !cuda.lost) cudaFreeAsync(ptr, cuda.stream);
+#else
+    (void)ptr;
+#endif
+}
+
+int cs_cuda_multiprocessors(void)
+{
+#if CS_WITH_CUDA
+    static int n;
+    if (!n && cs_cuda_available() && cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, 0) != cudaSuccess) {
+        cudaGetLastError();
+        n = 0;
+    }
+    return n > 0 ? n : 1;
+#else
+    return 1;
 #endif
 }

@@ -85,6 +85,10 @@ cs_status cs_synchronize(void);
  * (for CS_CPU: the host's available and total physical memory). */
 cs_status cs_memory_info(cs_device device, int64_t *in_use, int64_t *free_bytes, int64_t *total_bytes);
 
+/* The host link's own speed, for comparison with cs_copy between devices: copies `bytes` between a
+ * pinned host buffer and the device (median of 5 timed copies each way) and reports GB/s. */
+cs_status cs_host_link_bandwidth(int64_t bytes, double *host_to_device_gbs, double *device_to_host_gbs);
+
 /* ---- tensors ----------------------------------------------------------------------------------- */
 
 /* A new tensor with fresh, uninitialised storage, contiguous (row-major). ndim 0 is a scalar. */
@@ -140,6 +144,17 @@ cs_status cs_arange(cs_tensor *t, double start, double step);
 /* dst = src element by element: same shape, any dtypes (converted as C casts do; bool is v != 0),
  * any strides, any devices. Waits when dst is on the CPU and src on CUDA. */
 cs_status cs_copy(cs_tensor *dst, const cs_tensor *src);
+
+/* ---- timing ------------------------------------------------------------------------------------ */
+
+/* Events mark points in the queued work: on CUDA they are CUDA events on the library's stream (so
+ * the time between two is device time); on the CPU they read a monotonic clock. */
+typedef struct cs_event cs_event;
+cs_status cs_event_create(cs_event **out, cs_device device);
+void cs_event_free(cs_event *e);
+cs_status cs_event_record(cs_event *e);
+/* Milliseconds from start to end; waits for end to complete. */
+cs_status cs_event_elapsed(cs_event *start, cs_event *end, double *ms);
 
 /* ---- scans ------------------------------------------------------------------------------------- */
 

@@ -41,7 +41,16 @@ cs_status cs_check_usable(const cs_tensor *t, const char *what);
 cs_status cs_cuda_ready(void);            /* CS_OK when CUDA can be used now */
 void *cs_cuda_stream_handle(void);        /* the library's cudaStream_t */
 cs_status cs_cuda_check(int cuda_error, const char *what); /* maps a cudaError_t to a status */
-cs_status cs_cuda_scratch(void **ptr, size_t bytes);       /* library-owned scratch, grown on demand */
+/* scan scratch: flags (work queue words first) and values, plus a fresh epoch (alloc.c says more) */
+cs_status cs_cuda_lookback_scratch(unsigned **flags, size_t nflags, void **values, size_t value_bytes,
+                                   unsigned *epoch);
+cs_status cs_cuda_temp(void **ptr, size_t bytes);  /* stream-ordered temporary */
+void cs_cuda_temp_free(void *ptr);
+int cs_cuda_multiprocessors(void);
+
+/* ---- contiguous byte moves (transfer.c) ---- */
+cs_status cs_transfer_contiguous(cs_tensor *dst, const cs_tensor *src); /* across devices */
+cs_status cs_copy_bytes(cs_tensor *dst, const cs_tensor *src);          /* same device, same dtype */
 
 /* ---- layout helpers (layout.c) ---- */
 enum { CS_MAX_OPERANDS = 3 };

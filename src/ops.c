@@ -115,7 +115,6 @@ static cs_status contiguous_temp(cs_tensor **tmp, const cs_tensor *src, cs_dtype
     return cs_empty(tmp, src->ndim, src->shape, dtype, device);
 }
 
-cs_status cs_transfer_contiguous(cs_tensor *dst, const cs_tensor *src); /* transfer.c */
 
 cs_status cs_copy(cs_tensor *dst, const cs_tensor *src)
 {
@@ -135,6 +134,8 @@ cs_status cs_copy(cs_tensor *dst, const cs_tensor *src)
             cs_tensor_free(tmp);
             return st;
         }
+        if (dst->dtype == src->dtype && cs_tensor_is_contiguous(dst) && cs_tensor_is_contiguous(src))
+            return cs_copy_bytes(dst, src);
         cs_elementwise_plan p;
         ew_plan(&p, 1, dst, src, NULL);
         p.op = CS_EW_COPY;

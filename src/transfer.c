@@ -1,11 +1,26 @@
 /* transfer.c - contiguous copies between host and device through pinned staging buffers: the host
  * copies one chunk into a pinned buffer (with all cores) while the DMA engine moves the previous one,
  * so large transfers run at the link's speed without pinning the user's memory. */
+#include <stdlib.h>
 #include <string.h>
 #include "internal.h"
 #if CS_WITH_CUDA
 #include <cuda_runtime_api.h>
+#endif
 
+cs_status cs_copy_bytes(cs_tensor *dst, const cs_tensor *src)
+{
+    size_t bytes = (size_t)cs_tensor_numel(src) * cs_dtype_size(src->dtype);
+#if CS_WITH_CUDA
+    if (dst->device == CS_CUDA)
+        return cs_cuda_check(cudaMemcpyAsync(cs_tensor_ptr(dst), cs_tensor_ptr(src), bytes, cudaMemcpyDeviceToDevice,
+                                             (cudaStream_t)cs_cuda_stream_handle()), "device copy");
+#endif
+    memcpy(cs_tensor_ptr(dst), cs_tensor_ptr(src), bytes);
+    return CS_OK;
+}
+
+#if CS_WITH_CUDA
 enum { STAGE_BYTES = 32 << 20, NSTAGES = 2, SMALL_BYTES = 1 << 20 };
 
 static void *stage[NSTAGES];
@@ -90,7 +105,57 @@ cs_status cs_transfer_contiguous(cs_tensor *dst, const cs_tensor *src)
     }
     return CS_OK;
 }
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+cs_status cs_host_link_bandwidth(int64_t bytes, double *h2d, double *d2h)
+{
+    cs_status st = cs_cuda_ready();
+    if (st) return st;
+    if (bytes <= 0) return cs_fail(CS_ERR_ARGUMENT, "bytes: expected a positive count");
+    cudaStream_t s = (cudaStream_t)cs_cuda_stream_handle();
+    void *host = NULL, *dev = NULL;
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    if ((st = cs_cuda_check(cudaHostAlloc(&host, (size_t)bytes, cudaHostAllocDefault), "pinned buffer"))) return st;
+    if ((st = cs_cuda_check(cudaMallocAsync(&dev, (size_t)bytes, s), "device buffer"))) goto done;
+    if ((st = cs_cuda_check(cudaEventCreate(&e0), "cudaEventCreate"))) goto done;
+    if ((st = cs_cuda_check(cudaEventCreate(&e1), "cudaEventCreate"))) goto done;
+    memset(host, 1, (size_t)bytes);
+    for (int dir = 0; dir < 2; dir++) {
+        double t[5];
+        for (int i = 0; i < 6; i++) {
+            cudaEventRecord(e0, s);
+            if (dir == 0) cudaMemcpyAsync(dev, host, (size_t)bytes, cudaMemcpyHostToDevice, s);
+            else cudaMemcpyAsync(host, dev, (size_t)bytes, cudaMemcpyDeviceToHost, s);
+            cudaEventRecord(e1, s);
+            float ms = 0;
+            if ((st = cs_cuda_check(cudaEventSynchronize(e1), "link copy"))) goto done;
+            cudaEventElapsedTime(&ms, e0, e1);
+            if (i > 0) t[i - 1] = ms;
+        }
+        qsort(t, 5, sizeof t[0], cmp_double);
+        *(dir == 0 ? h2d : d2h) = (double)bytes / (t[2] * 1e6);
+    }
+done:
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+    if (dev) cudaFreeAsync(dev, s);
+    cudaStreamSynchronize(s);
+    cudaFreeHost(host);
+    return st;
+}
 #else
+cs_status cs_host_link_bandwidth(int64_t bytes, double *h2d, double *d2h)
+{
+    (void)bytes;
+    *h2d = *d2h = 0;
+    return cs_fail(CS_ERR_NO_DEVICE, "CUDA is not available: built without CUDA");
+}
+
 cs_status cs_transfer_contiguous(cs_tensor *dst, const cs_tensor *src)
 {
     (void)dst;

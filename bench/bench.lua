@@ -1,0 +1,200 @@
+-- bench/bench.lua - the performance table (`make bench`): every row of the speed targets, timed
+-- with device events (median of repeated runs after warm-up), as GB/s and as a fraction of a
+-- device-to-device copy of the same tensor measured in the same run; PyTorch eager and
+-- torch.compile side by side when python3 with torch is present.
+--
+--   luajit bench/bench.lua [--csv PATH] [--only PATTERN] [--reps N] [--no-torch] [--compile]
+--                          [--device cpu|cuda]
+local cs = require("cuscan")
+
+local opts = { reps = 20 }
+do
+  local i = 1
+  while i <= #arg do
+    local a = arg[i]
+    if a == "--csv" or a == "--only" or a == "--reps" or a == "--device" then
+      opts[a:sub(3)] = arg[i + 1]
+      i = i + 1
+    elseif a == "--no-torch" then opts.no_torch = true
+    elseif a == "--compile" then opts.compile = true
+    else error("bench: unknown argument " .. a) end
+    i = i + 1
+  end
+  opts.reps = tonumber(opts.reps)
+end
+
+local device = opts.device or cs.default_device()
+cs.set_default_device(device)
+local on_cuda = device == "cuda"
+
+local OPS = {
+  { "cumsum", {} },
+  { "cumprod", {}, prod = true },
+  { "reverse_cumsum", { reverse = true } },
+  { "masked_cumsum", {}, masked = true },
+  { "exclusive_cumsum", { exclusive = true } },
+  { "reverse_exclusive_cumsum", { reverse = true, exclusive = true } },
+}
+
+-- case name, shape, dim, dtype, target (fraction of copy bandwidth, or microseconds for "us")
+local ROWS
+if on_cuda then
+  ROWS = {
+    { "f32 32768x32768 dim2", { 32768, 32768 }, 2, "float32", 0.95 },
+    { "f32 32768x32768 dim1", { 32768, 32768 }, 1, "float32", 0.90 },
+    { "f64 16384x32768 dim2", { 16384, 32768 }, 2, "float64", 0.95 },
+    { "f64 16384x32768 dim1", { 16384, 32768 }, 1, "float64", 0.90 },
+    { "f32 1x2^28 dim2", { 1, 2 ^ 28 }, 2, "float32", 0.90 },
+    { "f32 64x4096x256 dim2", { 64, 4096, 256 }, 2, "float32", 0.90 },
+    { "f32 2^22x16 dim2", { 2 ^ 22, 16 }, 2, "float32", 0.85 },
+    { "f32 16x2^22 dim1", { 16, 2 ^ 22 }, 1, "float32", 0.85 },
+    { "f32 128x4000 dim2", { 128, 4000 }, 2, "float32", 8, us = true },
+  }
+else
+  ROWS = {
+    { "cpu f32 4096x4096 dim2", { 4096, 4096 }, 2, "float32" },
+    { "cpu f32 4096x4096 dim1", { 4096, 4096 }, 1, "float32" },
+    { "cpu f64 2048x4096 dim2", { 2048, 4096 }, 2, "float64" },
+    { "cpu f32 1x2^24 dim2", { 1, 2 ^ 24 }, 2, "float32" },
+    { "cpu f32 2^18x16 dim2", { 2 ^ 18, 16 }, 2, "float32" },
+  }
+end
+
+local function median(t)
+  table.sort(t)
+  local n = #t
+  return n % 2 == 1 and t[(n + 1) / 2] or (t[n / 2] + t[n / 2 + 1]) / 2
+end
+
+local e0, e1 = cs.event(device), cs.event(device)
+local function time_ms(fn, reps)
+  for _ = 1, 3 do fn() end
+  local t = {}
+  for i = 1, reps do
+    e0:record()
+    fn()
+    e1:record()
+    t[i] = e0:elapsed(e1)
+  end
+  return median(t)
+end
+
+local function numel(shape)
+  local n = 1
+  for _, s in ipairs(shape) do n = n * s end
+  return n
+end
+
+local BYTES = { float32 = 4, float64 = 8 }
+
+-- run the rows
+local results = {}
+local info = on_cuda and cs.device_info() or nil
+local date = os.date("!%Y-%m-%d")
+print(string.format("cuscan %s bench on %s, %s", cs.version, info and info.name or "CPU", date))
+
+for _, row in ipairs(ROWS) do
+  local name, shape, dim, dtype = row[1], row[2], row[3], row[4]
+  if not opts.only or name:find(opts.only, 1, true) then
+    local x = cs.rand(shape, { dtype = dtype, seed = 1 })
+    local y = cs.rand(shape, { dtype = dtype, seed = 2 })  -- poisoned output: overwritten by every op
+    local mask = cs.rand(shape, { seed = 3 }):lt(0.5)
+    local n = numel(shape)
+    local copy_ms = time_ms(function() y:copy(x) end, opts.reps)
+    local copy_gbs = 2 * n * BYTES[dtype] / copy_ms / 1e6
+    for _, op in ipairs(OPS) do
+      local o = {}
+      for k, v in pairs(op[2]) do o[k] = v end
+      o.out = y
+      if op.masked then o.mask = mask end
+      local scan = op.prod and cs.cumprod or cs.cumsum
+      local fn = function() scan(x, dim, o) end
+      local ms1 = time_ms(fn, opts.reps)
+      local ms2 = time_ms(fn, opts.reps)
+      local ms = math.min(ms1, ms2)
+      local bytes = n * BYTES[dtype] * 2 + (op.masked and n or 0)
+      local gbs = bytes / ms / 1e6
+      local r = { case = name, op = op[1], ms = ms, ms1 = ms1, ms2 = ms2, gbs = gbs, copy_ms = copy_ms,
+                  copy_gbs = copy_gbs, frac = gbs / copy_gbs, target = row[5], us = row.us,
+                  shape = shape, dim = dim, dtype = dtype }
+      if row[5] then
+        if row.us then r.met = ms * 1000 <= row[5] else r.met = r.frac >= row[5] end
+      end
+      results[#results + 1] = r
+    end
+    x, y, mask = nil, nil, nil
+    collectgarbage()
+    collectgarbage()
+  end
+end
+
+-- host overhead of a launch from Lua (asynchronous), on a small tensor
+local host_us
+do
+  local x = cs.rand({ 128, 4000 })
+  local y = cs.rand({ 128, 4000 })
+  local h0, h1 = cs.event("cpu"), cs.event("cpu")
+  for _ = 1, 100 do cs.cumsum(x, 2, { out = y }) end
+  cs.synchronize()
+  local t = {}
+  for i = 1, 9 do
+    h0:record()
+    for _ = 1, 200 do cs.cumsum(x, 2, { out = y }) end
+    h1:record()
+    t[i] = h0:elapsed(h1) * 1000 / 200
+    cs.synchronize()
+  end
+  host_us = median(t)
+end
+
+-- peers: PyTorch eager and torch.compile on the same rows
+local peers = {}
+if on_cuda and not opts.no_torch then
+  local here = debug.getinfo(1, "S").source:sub(2):match("(.*/)") or "./"
+  local cases_path = os.tmpname()
+  local f = assert(io.open(cases_path, "w"))
+  for _, r in ipairs(results) do
+    f:write(string.format("%s,%s,%d,%s,%s\n", r.case, table.concat(r.shape, "x"), r.dim, r.dtype, r.op))
+  end
+  f:close()
+  local cmd = string.format("python3 %scompare_torch.py %s --reps %d %s 2>/dev/null", here, cases_path,
+                            opts.reps, opts.compile and "--compile" or "")
+  local p = io.popen(cmd)
+  for line in p:lines() do
+    local case, op, eager, compiled, copy = line:match("^([^,]+),([^,]+),([^,]*),([^,]*),([^,]*)$")
+    if case then peers[case .. "|" .. op] = { eager = tonumber(eager), compiled = tonumber(compiled), copy = tonumber(copy) } end
+  end
+  p:close()
+  os.remove(cases_path)
+end
+
+-- the table
+local header = string.format("%-22s %-25s %9s %9s %8s %7s %7s %4s %9s %9s %7s",
+  "case", "op", "ms", "ms(2nd)", "GB/s", "%copy", "target", "met", "torch", "compile", "vs best")
+print(header)
+print(string.rep("-", #header))
+local csv = opts.csv and assert(io.open(opts.csv, "w"))
+if csv then csv:write("device,date,case,op,ms,ms_second,gbs,copy_ms,copy_gbs,frac_copy,target,met,torch_eager_ms,torch_compile_ms,speedup_vs_best_peer\n") end
+local last_case
+for _, r in ipairs(results) do
+  if r.case ~= last_case then
+    print(string.format("%-22s %-25s %9.4f %9s %8.0f %7s", r.case, "(device copy)", r.copy_ms, "", r.copy_gbs, "100%"))
+    last_case = r.case
+  end
+  local peer = peers[r.case .. "|" .. r.op]
+  local best = peer and math.min(peer.eager or math.huge, peer.compiled or math.huge)
+  local speedup = best and best < math.huge and best / r.ms or nil
+  local target = r.target and (r.us and string.format("<=%gus", r.target) or string.format(">=%d%%", r.target * 100)) or ""
+  print(string.format("%-22s %-25s %9.4f %9.4f %8.0f %6.1f%% %7s %4s %9s %9s %7s", r.case, r.op, r.ms, math.max(r.ms1, r.ms2),
+    r.gbs, 100 * r.frac, target, r.met == nil and "" or (r.met and "yes" or "NO"),
+    peer and peer.eager and string.format("%.4f", peer.eager) or "-",
+    peer and peer.compiled and string.format("%.4f", peer.compiled) or "-",
+    speedup and string.format("%.2fx", speedup) or "-"))
+  if csv then
+    csv:write(string.format("%s,%s,%s,%s,%.5f,%.5f,%.1f,%.5f,%.1f,%.4f,%s,%s,%s,%s,%s\n", info and info.name or "cpu", date,
+      r.case, r.op, r.ms, math.max(r.ms1, r.ms2), r.gbs, r.copy_ms, r.copy_gbs, r.frac, r.target or "",
+      r.met == nil and "" or tostring(r.met), peer and peer.eager or "", peer and peer.compiled or "", speedup or ""))
+  end
+end
+print(string.format("host time to launch one scan from Lua (128x4000, asynchronous): %.2f us (target <= 10 us)", host_us))
+if csv then csv:close() end

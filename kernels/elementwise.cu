@@ -1,0 +1,327 @@
+// elementwise.cu - fill, rand, arange, copy, unary and binary ops, reductions and comparisons on
+// CUDA. The per-element semantics come from src/scalar.h, shared with the CPU backend, so both
+// devices compute the same values. These are the toolkit's ops, written for clarity: one pass each,
+// each thread walking a short run of consecutive elements.
+#include <cub/block/block_reduce.cuh>
+#include <cuda_runtime.h>
+#include "internal.h"
+#include "scalar.h"
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kRun = 4;  // consecutive elements per thread
+
+struct Walker {
+    int ndim;
+    int64_t shape[CS_MAX_DIMS];
+    int64_t stride[3][CS_MAX_DIMS];
+};
+
+Walker walker_of(const cs_iter &it)
+{
+    Walker w;
+    w.ndim = it.ndim;
+    for (int d = 0; d < CS_MAX_DIMS; d++) {
+        w.shape[d] = d < it.ndim ? it.shape[d] : 1;
+        for (int o = 0; o < 3; o++) w.stride[o][d] = d < it.ndim ? it.strides[o][d] : 0;
+    }
+    return w;
+}
+
+// Offsets of linear index i, plus the multi-index so the next element is one increment away.
+struct Cursor {
+    int64_t idx[CS_MAX_DIMS];
+    int64_t off[3];
+
+    __device__ void seek(const Walker &w, int64_t i)
+    {
+        off[0] = off[1] = off[2] = 0;
+        for (int d = w.ndim - 1; d >= 0; d--) {
+            idx[d] = i % w.shape[d];
+            i /= w.shape[d];
+            for (int o = 0; o < 3; o++) off[o] += idx[d] * w.stride[o][d];
+        }
+    }
+    __device__ void next(const Walker &w)
+    {
+        for (int d = w.ndim - 1; d >= 0; d--) {
+            for (int o = 0; o < 3; o++) off[o] += w.stride[o][d];
+            if (++idx[d] < w.shape[d]) return;
+            for (int o = 0; o < 3; o++) off[o] -= w.shape[d] * w.stride[o][d];
+            idx[d] = 0;
+        }
+    }
+};
+
+struct EwArgs {
+    cs_elementwise_plan p;
+    Walker w;
+};
+
+__device__ void ew_one(const cs_elementwise_plan &p, int64_t i, const int64_t *off)
+{
+    const int is_float = p.compute == CS_FLOAT32 || p.compute == CS_FLOAT64;
+    const cs_dtype od = p.dtype[0], ad = p.dtype[1], bd = p.dtype[2];
+    switch (p.op) {
+    case CS_EW_FILL:
+        if (od == CS_FLOAT32 || od == CS_FLOAT64) cs_store_double(p.ptr[0], od, off[0], p.scalar);
+        else cs_store_int(p.ptr[0], od, off[0], p.iscalar);
+        break;
+    case CS_EW_RAND:
+        cs_store_double(p.ptr[0], od, off[0], cs_uniform((uint64_t)i, p.seed, od == CS_FLOAT64));
+        break;
+    case CS_EW_ARANGE:
+        if (is_float) cs_store_double(p.ptr[0], od, off[0], p.scalar + (double)i * p.scalar2);
+        else cs_store_int(p.ptr[0], od, off[0], (int64_t)p.scalar + i * (int64_t)p.scalar2);
+        break;
+    case CS_EW_COPY:
+        if (is_float) cs_store_double(p.ptr[0], od, off[0], cs_load_double(p.ptr[1], ad, off[1]));
+        else cs_store_int(p.ptr[0], od, off[0], cs_load_int(p.ptr[1], ad, off[1]));
+        break;
+    default:
+        if (p.nin == 1 && !p.has_scalar) {
+            if (p.compute == CS_BOOL || !is_float)
+                cs_store_int(p.ptr[0], od, off[0], cs_unary_int(p.op, cs_load_int(p.ptr[1], ad, off[1])));
+            else
+                cs_store_double(p.ptr[0], od, off[0], cs_unary_double(p.op, cs_load_double(p.ptr[1], ad, off[1])));
+        } else if (is_float) {
+            double a = cs_load_double(p.ptr[1], ad, off[1]);
+            double b = p.has_scalar ? p.scalar : cs_load_double(p.ptr[2], bd, off[2]);
+            cs_store_double(p.ptr[0], od, off[0], p.scalar_first ? cs_binary_double(p.op, b, a) : cs_binary_double(p.op, a, b));
+        } else {
+            int64_t a = cs_load_int(p.ptr[1], ad, off[1]);
+            int64_t b = p.has_scalar ? (int64_t)p.scalar : cs_load_int(p.ptr[2], bd, off[2]);
+            cs_store_int(p.ptr[0], od, off[0], p.scalar_first ? cs_binary_int(p.op, b, a) : cs_binary_int(p.op, a, b));
+        }
+    }
+}
+
+__global__ void __launch_bounds__(kThreads) elementwise_kernel(const EwArgs a)
+{
+    const int64_t first = ((int64_t)blockIdx.x * kThreads + threadIdx.x) * kRun;
+    if (first >= a.p.numel) return;
+    Cursor c;
+    c.seek(a.w, first);
+    for (int r = 0; r < kRun && first + r < a.p.numel; r++) {
+        ew_one(a.p, first + r, c.off);
+        c.next(a.w);
+    }
+}
+
+// ---- reductions: a block folds one piece of one line; a second pass folds the pieces in order ----
+constexpr int64_t kReducePiece = 1 << 16;
+
+struct ReduceArgs {
+    cs_reduce_plan p;
+    Walker w;            // outer dims: operand 0 x, operand 1 out
+    int64_t pieces;      // per line
+    void *partial;       // pieces x lines values (double or int64), NULL when pieces == 1
+};
+
+template <typename T>
+__device__ T reduce_combine(int op, T a, T b);
+template <>
+__device__ double reduce_combine<double>(int op, double a, double b)
+{
+    return op == CS_REDUCE_MAX ? cs_binary_double(CS_MAX2, a, b)
+         : op == CS_REDUCE_MIN ? cs_binary_double(CS_MIN2, a, b) : a + b;
+}
+template <>
+__device__ int64_t reduce_combine<int64_t>(int op, int64_t a, int64_t b)
+{
+    return cs_binary_int(op == CS_REDUCE_MAX ? CS_MAX2 : op == CS_REDUCE_MIN ? CS_MIN2 : CS_ADD, a, b);
+}
+
+template <typename T>
+__device__ T reduce_load(const cs_reduce_plan &p, int64_t i)
+{
+    if constexpr (std::is_same_v<T, double>) return cs_load_double(p.x, p.in_dtype, i);
+    else return cs_load_int(p.x, p.in_dtype, i);
+}
+
+template <typename T>
+__device__ void reduce_store(const cs_reduce_plan &p, int64_t i, T v)
+{
+    if constexpr (std::is_same_v<T, double>) {
+        if (p.op == CS_REDUCE_MEAN) v = v / (double)p.len;
+        cs_store_double(p.out, p.out_dtype, i, v);
+    } else {
+        cs_store_int(p.out, p.out_dtype, i, v);
+    }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads) reduce_pieces_kernel(const ReduceArgs a)
+{
+    using BlockReduce = cub::BlockReduce<T, kThreads>;
+    __shared__ typename BlockReduce::TempStorage tmp;
+    const int64_t line = blockIdx.x / a.pieces, piece = blockIdx.x % a.pieces;
+    Cursor c;
+    c.seek(a.w, line);
+    const int64_t begin = piece * kReducePiece;
+    const int64_t end = min(a.p.len, begin + kReducePiece);
+    const int op = a.p.op;
+    const bool sum = op == CS_REDUCE_SUM || op == CS_REDUCE_MEAN;
+    T acc = sum ? T(0) : reduce_load<T>(a.p, c.off[0] + begin * a.p.stride);
+    for (int64_t i = begin + threadIdx.x; i < end; i += kThreads)
+        acc = reduce_combine<T>(op, acc, reduce_load<T>(a.p, c.off[0] + i * a.p.stride));
+    T total = BlockReduce(tmp).Reduce(acc, [op](T x, T y) { return reduce_combine<T>(op, x, y); });
+    if (threadIdx.x != 0) return;
+    if (a.pieces == 1) reduce_store<T>(a.p, c.off[1], total);
+    else static_cast<T *>(a.partial)[line * a.pieces + piece] = total;
+}
+
+template <typename T>
+__global__ void reduce_lines_kernel(const ReduceArgs a)
+{
+    const int64_t line = (int64_t)blockIdx.x * kThreads + threadIdx.x;
+    if (line >= a.p.nouter) return;
+    const T *part = static_cast<const T *>(a.partial) + line * a.pieces;
+    T acc = part[0];
+    for (int64_t k = 1; k < a.pieces; k++) acc = reduce_combine<T>(a.p.op, acc, part[k]);
+    Cursor c;
+    c.seek(a.w, line);
+    reduce_store<T>(a.p, c.off[1], acc);
+}
+
+template <typename T>
+cs_status reduce_with(const cs_reduce_plan *p, cudaStream_t s)
+{
+    ReduceArgs a;
+    a.p = *p;
+    a.w = walker_of(p->outer);
+    a.pieces = p->len == 0 ? 1 : (p->len + kReducePiece - 1) / kReducePiece;
+    a.partial = nullptr;
+    if (p->len == 0) {
+        // empty sums and means: one thread per line writes 0 (or NaN for the mean)
+        a.pieces = 1;
+    }
+    if (a.pieces > 1) {
+        cs_status st = cs_cuda_temp(&a.partial, (size_t)(a.pieces * p->nouter) * sizeof(T));
+        if (st) return st;
+    }
+    const int64_t blocks = p->nouter * a.pieces;
+    if (blocks > 0x7fffffff) return cs_fail(CS_ERR_UNSUPPORTED, "reduction too large");
+    reduce_pieces_kernel<T><<<(unsigned)blocks, kThreads, 0, s>>>(a);
+    cs_status st = cs_cuda_check(cudaGetLastError(), "reduce kernel launch");
+    if (!st && a.pieces > 1) {
+        reduce_lines_kernel<T><<<(unsigned)((p->nouter + kThreads - 1) / kThreads), kThreads, 0, s>>>(a);
+        st = cs_cuda_check(cudaGetLastError(), "reduce kernel launch");
+    }
+    cs_cuda_temp_free(a.partial);
+    return st;
+}
+
+// ---- comparison: max |a - b| and the count of elements outside tolerance ----
+struct CompareResult {
+    unsigned long long max_bits;  // bits of a non-negative double: integer order is value order
+    unsigned long long far;
+    int nan_mismatch;
+};
+
+struct CompareArgs {
+    cs_elementwise_plan p;
+    Walker w;
+    double rtol, atol;
+    int equal_nan;
+    CompareResult *result;
+};
+
+__global__ void __launch_bounds__(kThreads) compare_kernel(const CompareArgs a)
+{
+    using Max = cub::BlockReduce<double, kThreads>;
+    using Sum = cub::BlockReduce<unsigned long long, kThreads>;
+    __shared__ union {
+        typename Max::TempStorage m;
+        typename Sum::TempStorage s;
+    } tmp;
+    double worst = 0.0;
+    unsigned long long far = 0;
+    int nan_mismatch = 0;
+    const int64_t first = ((int64_t)blockIdx.x * kThreads + threadIdx.x) * kRun;
+    if (first < a.p.numel) {
+        Cursor c;
+        c.seek(a.w, first);
+        for (int r = 0; r < kRun && first + r < a.p.numel; r++) {
+            double x = cs_load_double(a.p.ptr[1], a.p.dtype[1], c.off[1]);
+            double y = cs_load_double(a.p.ptr[2], a.p.dtype[2], c.off[2]);
+            c.next(a.w);
+            bool xn = x != x, yn = y != y;
+            if (xn || yn) {
+                if (!(xn && yn && a.equal_nan)) far++;
+                if (xn != yn) nan_mismatch = 1;
+                continue;
+            }
+            if (x == y) continue;
+            double d = fabs(x - y);
+            worst = d > worst ? d : worst;
+            if (!(d <= a.atol + a.rtol * fabs(y))) far++;
+        }
+    }
+    double bw = Max(tmp.m).Reduce(worst, [](double u, double v) { return u > v ? u : v; });
+    __syncthreads();
+    unsigned long long bf = Sum(tmp.s).Sum(far);
+    int any_nan = __syncthreads_or(nan_mismatch);
+    if (threadIdx.x == 0) {
+        atomicMax(&a.result->max_bits, (unsigned long long)__double_as_longlong(bw));
+        atomicAdd(&a.result->far, bf);
+        if (any_nan) atomicOr(&a.result->nan_mismatch, 1);
+    }
+}
+
+int64_t blocks_for(int64_t numel) { return (numel + (int64_t)kThreads * kRun - 1) / ((int64_t)kThreads * kRun); }
+
+}  // namespace
+
+extern "C" cs_status cs_cuda_elementwise(const cs_elementwise_plan *p)
+{
+    cudaStream_t s = (cudaStream_t)cs_cuda_stream_handle();
+    EwArgs a;
+    a.p = *p;
+    a.w = walker_of(p->it);
+    int64_t blocks = blocks_for(p->numel);
+    if (blocks > 0x7fffffff) return cs_fail(CS_ERR_UNSUPPORTED, "element-wise op too large");
+    elementwise_kernel<<<(unsigned)blocks, kThreads, 0, s>>>(a);
+    return cs_cuda_check(cudaGetLastError(), "element-wise kernel launch");
+}
+
+extern "C" cs_status cs_cuda_reduce(const cs_reduce_plan *p)
+{
+    cudaStream_t s = (cudaStream_t)cs_cuda_stream_handle();
+    const bool as_double = cs_dtype_is_float(p->in_dtype) || p->op == CS_REDUCE_MEAN;
+    return as_double ? reduce_with<double>(p, s) : reduce_with<int64_t>(p, s);
+}
+
+extern "C" cs_status cs_cuda_compare(const cs_elementwise_plan *p, double rtol, double atol, int equal_nan,
+                                     double *max_abs, int64_t *n_far)
+{
+    cudaStream_t s = (cudaStream_t)cs_cuda_stream_handle();
+    CompareArgs a;
+    a.p = *p;
+    a.w = walker_of(p->it);
+    a.rtol = rtol;
+    a.atol = atol;
+    a.equal_nan = equal_nan;
+    int64_t blocks = blocks_for(p->numel);
+    if (blocks > 0x7fffffff) return cs_fail(CS_ERR_UNSUPPORTED, "comparison too large");
+    void *scratch;
+    cs_status st = cs_cuda_temp(&scratch, sizeof(CompareResult));
+    if (st) return st;
+    a.result = static_cast<CompareResult *>(scratch);
+    CompareResult r;
+    st = cs_cuda_check(cudaMemsetAsync(a.result, 0, sizeof(CompareResult), s), "compare reset");
+    if (!st) {
+        compare_kernel<<<(unsigned)blocks, kThreads, 0, s>>>(a);
+        st = cs_cuda_check(cudaGetLastError(), "compare kernel launch");
+    }
+    if (!st) st = cs_cuda_check(cudaMemcpyAsync(&r, a.result, sizeof r, cudaMemcpyDeviceToHost, s), "compare result");
+    cs_cuda_temp_free(scratch);
+    if (!st) st = cs_cuda_check(cudaStreamSynchronize(s), "compare");
+    if (st) return st;
+    union { unsigned long long u; double d; } bits;
+    bits.u = r.max_bits;
+    *max_abs = r.nan_mismatch ? NAN : bits.d;
+    *n_far = (int64_t)r.far;
+    return CS_OK;
+}

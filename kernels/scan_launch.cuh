@@ -1,0 +1,194 @@
+// scan_launch.cuh - picks the kernel, tile shape and template parameters for a scan plan and
+// launches it. One instance per (input, accumulator) dtype pair lives in scan_<dtype>.cu, so the
+// pairs compile in parallel.
+#pragma once
+#include <cuda_runtime.h>
+#include "scan_columns.cuh"
+#include "scan_rows.cuh"
+
+namespace cuscan {
+
+template <typename InT, typename AccT>
+cs_status launch_scan(const cs_scan_plan *p);
+
+// Calls f(bool_constant<b>) so that a run-time flag selects a template instance.
+template <typename F>
+inline cs_status with_bool(bool b, F &&f)
+{
+    return b ? f(std::true_type{}) : f(std::false_type{});
+}
+
+inline bool aligned(const void *ptr, size_t bytes) { return ((uintptr_t)ptr % bytes) == 0; }
+
+// Scratch for one launch: the work queue always, look-back status when pieces depend on each other.
+template <typename AccT>
+inline cs_status scan_scratch(Lookback<AccT> *lb, WorkQueue *q, int64_t units, int width, bool lookback)
+{
+    unsigned *flags;
+    void *values;
+    unsigned epoch;
+    cs_status st = cs_cuda_lookback_scratch(&flags, lookback ? (size_t)units : 0, &values,
+                                            lookback ? 2 * (size_t)units * width * sizeof(AccT) : 0, &epoch);
+    if (st) return st;
+    *lb = lookback_at<AccT>(flags, values, units, width, epoch);
+    *q = work_queue_at(flags, units);
+    return CS_OK;
+}
+
+// Persistent grid: as many blocks as fit on the device at once, never more than there are units.
+template <typename Kernel>
+inline unsigned persistent_grid(Kernel kernel, int threads, int64_t units, int *cached)
+{
+    if (*cached == 0) {
+        int per_sm = 0;
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0) != cudaSuccess || per_sm < 1) {
+            cudaGetLastError();
+            per_sm = 1;
+        }
+        *cached = per_sm * cs_cuda_multiprocessors();
+    }
+    return (unsigned)(units < *cached ? units : *cached);
+}
+
+inline cs_status grid_check(int64_t units)
+{
+    if (units > 0x7fffffff)
+        return cs_fail(CS_ERR_UNSUPPORTED, "scan: %lld tiles exceed the launch limit", (long long)units);
+    return CS_OK;
+}
+
+template <int OP, typename InT, typename AccT>
+cs_status launch_rows(const cs_scan_plan *p, cudaStream_t stream)
+{
+    constexpr int VEC = RowShape<InT, AccT>::VEC_MAX;
+    const bool masked = p->mask != nullptr;
+    const bool unit_stride = p->scan_stride[0] == 1 && p->scan_stride[2] == 1 && (!masked || p->scan_stride[1] == 1);
+    bool vec = unit_stride && p->len % VEC == 0 && aligned(p->x, VEC * sizeof(InT)) &&
+               aligned(p->out, VEC * sizeof(AccT)) && (!masked || aligned(p->mask, VEC));
+    for (int d = 0; d < p->outer.ndim; d++)
+        for (int o = 0; o < 3; o++)
+            if ((o != 1 || masked) && p->outer.strides[o][d] % VEC != 0) vec = false;
+    const int64_t tile = vec ? RowTile<InT, VEC>::SIZE : RowTile<InT, 1>::SIZE;
+    bool packed = unit_stride && p->outer.ndim <= 1;
+    if (p->outer.ndim == 1)
+        for (int o = 0; o < 3; o++)
+            if ((o != 1 || masked) && p->outer.strides[o][0] != p->len) packed = false;
+    const bool seg = packed && p->len * 2 <= tile;
+
+    RowsArgs a;
+    a.x = p->x;
+    a.mask = p->mask;
+    a.out = p->out;
+    a.len = p->len;
+    a.sx = p->scan_stride[0];
+    a.sm = p->scan_stride[1];
+    a.so = p->scan_stride[2];
+    a.nlines = p->nouter;
+    a.lines = line_offsets_of(p->outer);
+    a.exclusive = p->exclusive;
+    int64_t units;
+    if (seg) {
+        a.lines_per_tile = tile / p->len;
+        a.tiles_per_line = 1;
+        units = (p->nouter + a.lines_per_tile - 1) / a.lines_per_tile;
+        a.use_lookback = 0;
+    } else {
+        a.lines_per_tile = 1;
+        a.tiles_per_line = (p->len + tile - 1) / tile;
+        units = p->nouter * a.tiles_per_line;
+        a.use_lookback = a.tiles_per_line > 1;
+    }
+    cs_status st = grid_check(units);
+    if (st) return st;
+    Lookback<AccT> lb;
+    WorkQueue q;
+    if ((st = scan_scratch(&lb, &q, units, 1, a.use_lookback))) return st;
+
+    return with_bool(p->reverse, [&](auto rev) {
+        return with_bool(masked, [&](auto msk) {
+            return with_bool(vec, [&](auto v) {
+                return with_bool(seg, [&](auto sg) {
+                    constexpr int V = decltype(v)::value ? VEC : 1;
+                    auto kernel = scan_rows_kernel<OP, InT, AccT, decltype(rev)::value, decltype(msk)::value, V,
+                                                   decltype(sg)::value>;
+                    static int resident;
+                    kernel<<<persistent_grid(kernel, kRowThreads, units, &resident), kRowThreads, 0, stream>>>(a, lb, q);
+                    return cs_cuda_check(cudaGetLastError(), "scan kernel launch");
+                });
+            });
+        });
+    });
+}
+
+template <int OP, typename InT, typename AccT>
+cs_status launch_columns(const cs_scan_plan *p, cudaStream_t stream)
+{
+    const bool masked = p->mask != nullptr;
+    // rows per warp and warps across: tall units for long columns, wide ones for short columns
+    int warps_down = 1;
+    while (warps_down < kColWarps && (int64_t)warps_down * kColMaxRows < p->len) warps_down *= 2;
+    int warps_across = kColWarps / warps_down;
+    while (warps_across > 1 && 32 * (warps_across / 2) >= p->inner) {
+        warps_across /= 2;
+        warps_down *= 2;
+    }
+    const int64_t rpw64 = (p->len + warps_down - 1) / warps_down;
+    const int rpw = (int)(rpw64 < kColMaxRows ? rpw64 : kColMaxRows);
+
+    ColumnsArgs a;
+    a.x = p->x;
+    a.mask = p->mask;
+    a.out = p->out;
+    a.len = p->len;
+    a.sx = p->scan_stride[0];
+    a.sm = p->scan_stride[1];
+    a.so = p->scan_stride[2];
+    a.inner = p->inner;
+    a.ix = p->inner_stride[0];
+    a.im = p->inner_stride[1];
+    a.io = p->inner_stride[2];
+    a.nouter = p->nouter;
+    a.outer = line_offsets_of(p->outer);
+    a.warps_across = warps_across;
+    a.rows_per_warp = rpw;
+    a.col_blocks = (p->inner + 32 * warps_across - 1) / (32 * warps_across);
+    a.chunks = (p->len + (int64_t)warps_down * rpw - 1) / ((int64_t)warps_down * rpw);
+    a.exclusive = p->exclusive;
+    a.use_lookback = a.chunks > 1;
+    const int64_t units = a.col_blocks * a.nouter * a.chunks;
+    cs_status st = grid_check(units);
+    if (st) return st;
+    Lookback<AccT> lb;
+    WorkQueue q;
+    if ((st = scan_scratch(&lb, &q, units, 32 * warps_across, a.use_lookback))) return st;
+
+    constexpr bool prefetch = sizeof(InT) <= 4;
+    return with_bool(p->reverse, [&](auto rev) {
+        return with_bool(masked, [&](auto msk) {
+            auto kernel = scan_columns_kernel<OP, InT, AccT, decltype(rev)::value, decltype(msk)::value, prefetch>;
+            static int resident;
+            kernel<<<persistent_grid(kernel, kColThreads, units, &resident), kColThreads, 0, stream>>>(a, lb, q);
+            return cs_cuda_check(cudaGetLastError(), "scan kernel launch");
+        });
+    });
+}
+
+template <typename InT, typename AccT>
+cs_status launch_scan(const cs_scan_plan *p)
+{
+    cudaStream_t stream = (cudaStream_t)cs_cuda_stream_handle();
+    const bool rows = p->layout == CS_LAYOUT_ROWS;
+    if (p->op == CS_SCAN_PROD) {
+        if constexpr (std::is_same_v<InT, uint8_t>) {
+            return cs_fail(CS_ERR_UNSUPPORTED, "cumprod of bool is not supported");
+        } else {
+            return rows ? launch_rows<CS_SCAN_PROD, InT, AccT>(p, stream) : launch_columns<CS_SCAN_PROD, InT, AccT>(p, stream);
+        }
+    }
+    return rows ? launch_rows<CS_SCAN_SUM, InT, AccT>(p, stream) : launch_columns<CS_SCAN_SUM, InT, AccT>(p, stream);
+}
+
+}  // namespace cuscan
+
+#define CUSCAN_INSTANTIATE_SCAN(InT, AccT) \
+    template cs_status cuscan::launch_scan<InT, AccT>(const cs_scan_plan *p);

@@ -1,0 +1,364 @@
+// scan_rows.cuh - scans of lines walked along their own dim (contiguous when the dim's strides are 1).
+//
+// A block of 8 warps scans one tile. A warp's part of the tile is K chunks of 32 lanes x VEC
+// elements; lane l of chunk k holds the VEC consecutive elements at k*32*VEC + l*VEC, so every load
+// and store instruction of a warp covers one contiguous segment (16-byte vectors when VEC > 1).
+// Per chunk: each lane folds its VEC elements, a warp scan (CUB) turns the lane totals into lane
+// prefixes, and a running warp carry joins the chunks; warp totals meet in shared memory.
+//
+// Two ways to cut work into tiles:
+//   lines mode      a tile is a piece of one line; the pieces of a line are joined by look-back
+//                   (single pass, Merrill & Garland 2016) when a line spans several tiles.
+//   segmented mode  short packed lines: a tile holds whole lines; a head flag restarts the scan at
+//                   each line start (segmented scan), so no tile depends on another.
+// Reverse walks tiles from the end and reverses each vector in registers: no flips in memory.
+#pragma once
+#include "scan_common.cuh"
+
+namespace cuscan {
+
+constexpr int kRowWarps = 8;
+constexpr int kRowThreads = kRowWarps * kWarp;
+#ifndef CUSCAN_ROW_BYTES
+#define CUSCAN_ROW_BYTES 128
+#endif
+constexpr int kRowBytesPerThread = CUSCAN_ROW_BYTES;  // input bytes a thread holds per tile
+constexpr int kLookbackPerLane = 4;       // look-back window: 32 lanes x 4 predecessors
+
+template <typename InT, typename AccT>
+struct RowShape {
+    static constexpr int VEC_MAX = 16 / (sizeof(InT) > sizeof(AccT) ? sizeof(InT) : sizeof(AccT));
+};
+
+template <typename InT, int VEC>
+struct RowTile {
+    static constexpr int K = kRowBytesPerThread / (VEC * (int)sizeof(InT)) > 16 ? 16
+                           : kRowBytesPerThread / (VEC * (int)sizeof(InT));
+    static constexpr int WARP_SPAN = kWarp * VEC * K;
+    static constexpr int SIZE = kRowWarps * WARP_SPAN;
+};
+
+struct RowsArgs {
+    const void *x;
+    const unsigned char *mask;
+    void *out;
+    int64_t len;            // elements per line
+    int64_t sx, sm, so;     // strides along the line (1 in the vector path)
+    int64_t nlines;
+    LineOffsets lines;
+    int64_t tiles_per_line; // lines mode
+    int64_t lines_per_tile; // segmented mode
+    int exclusive;
+    int use_lookback;
+};
+
+// (flag, value) pairs for the segmented scan: a set flag starts a new line.
+template <typename T>
+struct SegPair {
+    int f;
+    T v;
+};
+
+template <typename Op, typename T>
+__device__ __forceinline__ SegPair<T> seg_combine(Op op, SegPair<T> a, SegPair<T> b)
+{
+    return SegPair<T>{ a.f | b.f, b.f ? b.v : op(a.v, b.v) };
+}
+
+// Inclusive segmented warp scan by shuffles; returns the lane's inclusive pair, *total the warp's.
+template <typename Op, typename T>
+__device__ __forceinline__ SegPair<T> warp_seg_scan(Op op, SegPair<T> p, SegPair<T> *total)
+{
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        int fo = __shfl_up_sync(0xffffffffu, p.f, d);
+        T vo = __shfl_up_sync(0xffffffffu, p.v, d);
+        if (lane >= d) {
+            if (!p.f) p.v = op(vo, p.v);
+            p.f |= fo;
+        }
+    }
+    total->f = __shfl_sync(0xffffffffu, p.f, 31);
+    total->v = __shfl_sync(0xffffffffu, p.v, 31);
+    return p;
+}
+
+// Exclusive prefix of unit `unit` of a line whose first unit is `first`: run by one whole warp.
+// Waits until every predecessor in a 128-wide window has posted, finds the nearest inclusive
+// prefix there, and folds the aggregates after it in order (see scan_common.cuh).
+template <typename Op, typename AccT>
+__device__ __noinline__ AccT lookback_line(Op op, const Lookback<AccT> &lb, int64_t unit, int64_t first, AccT *window)
+{
+    const int lane = threadIdx.x & 31;
+    unsigned flag[kLookbackPerLane];
+    for (;;) {
+        bool waiting;
+        do {
+            waiting = false;
+#pragma unroll
+            for (int j = 0; j < kLookbackPerLane; j++) {
+                int64_t u = unit - 1 - lane - 32 * j;
+                flag[j] = u >= first ? lb.get_flag(u) : kInclusive;
+                waiting |= flag[j] == kEmpty;
+            }
+        } while (__any_sync(0xffffffffu, waiting));
+        int nearest = -1;
+#pragma unroll
+        for (int j = kLookbackPerLane - 1; j >= 0; j--) {
+            unsigned m = __ballot_sync(0xffffffffu, flag[j] == kInclusive);
+            if (m) nearest = 32 * j + __ffs(m) - 1;
+        }
+        if (nearest < 0) continue;  // only aggregates in the window: poll again until a prefix lands
+#pragma unroll
+        for (int j = 0; j < kLookbackPerLane; j++) {
+            int dist = lane + 32 * j;
+            int64_t u = unit - 1 - dist;
+            if (dist <= nearest)
+                window[dist] = u < first ? Op::identity()
+                                         : (dist == nearest ? __ldcg(lb.inclusive + u) : __ldcg(lb.aggregate + u));
+        }
+        __syncwarp();
+        AccT acc = Op::identity();
+        if (lane == 0) {
+            acc = window[nearest];
+            for (int d = nearest - 1; d >= 0; d--) acc = op(acc, window[d]);
+        }
+        return __shfl_sync(0xffffffffu, acc, 0);
+    }
+}
+
+// Where one tile lies: `count` elements from physical position `pbase` of a line at offsets ox/om/oo.
+struct RowSpan {
+    int64_t ox, om, oo, pbase, piece;
+    int count;
+};
+
+template <bool REVERSE, bool SEG, int SIZE>
+__device__ __forceinline__ RowSpan row_span(const RowsArgs &a, int64_t unit)
+{
+    RowSpan s;
+    if constexpr (SEG) {
+        const int64_t first_line = unit * a.lines_per_tile;
+        const int64_t nl = min(a.lines_per_tile, a.nlines - first_line);
+        s.ox = s.om = s.oo = 0;
+        s.count = (int)(nl * a.len);
+        s.pbase = first_line * a.len;
+        s.piece = 0;
+    } else {
+        const int64_t line = unit / a.tiles_per_line;
+        s.piece = unit - line * a.tiles_per_line;
+        a.lines.at(line, s.ox, s.om, s.oo);
+        const int64_t start = s.piece * SIZE;
+        s.count = (int)min((int64_t)SIZE, a.len - start);
+        s.pbase = REVERSE ? a.len - start - s.count : start;
+    }
+    return s;
+}
+
+// One tile's scan, in three steps: load (issued early, so a block can prefetch its next tile while
+// the current one waits on its look-back), then scan_and_store.
+template <int OP, typename InT, typename AccT, bool REVERSE, bool MASKED, int VEC, bool SEG>
+struct RowTileScan {
+    using Op = ScanOp<OP, AccT>;
+    using Tile = RowTile<InT, VEC>;
+    static constexpr int K = Tile::K;
+
+    struct Regs {
+        AccT v[K][VEC];   // v[k][j]: logical element warp*WARP_SPAN + k*32*VEC + lane*VEC + j of the tile
+    };
+
+    struct Shared {
+        AccT warp_total[kRowWarps];
+        int warp_flag[kRowWarps];
+        AccT prefix;
+        AccT window[32 * kLookbackPerLane];
+    };
+
+    __device__ __forceinline__ static void load(const RowsArgs &a, int64_t unit, Regs &r)
+    {
+        const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+        const RowSpan sp = row_span<REVERSE, SEG, Tile::SIZE>(a, unit);
+        const InT *x = static_cast<const InT *>(a.x) + sp.ox;
+        const unsigned char *m = a.mask + sp.om;
+#pragma unroll
+        for (int k = 0; k < K; k++) {
+            const int e0 = warp * Tile::WARP_SPAN + k * 32 * VEC + lane * VEC;
+            if (e0 < sp.count) {
+                const int64_t p = sp.pbase + (REVERSE ? sp.count - e0 - VEC : e0);
+                if constexpr (VEC > 1) {
+                    Vec<InT, VEC> xv = load_vec<InT, VEC>(x + p);
+                    Vec<unsigned char, VEC> mv;
+                    if constexpr (MASKED) mv = load_vec<unsigned char, VEC>(m + p);
+#pragma unroll
+                    for (int j = 0; j < VEC; j++) {
+                        const int s = REVERSE ? VEC - 1 - j : j;
+                        r.v[k][j] = (!MASKED || mv.v[s]) ? to_acc<AccT>(xv.v[s]) : Op::identity();
+                    }
+                } else {
+                    r.v[k][0] = (!MASKED || m[p * a.sm]) ? to_acc<AccT>(x[p * a.sx]) : Op::identity();
+                }
+            } else {
+#pragma unroll
+                for (int j = 0; j < VEC; j++) r.v[k][j] = Op::identity();
+            }
+        }
+    }
+
+    __device__ __forceinline__ static void scan_and_store(const RowsArgs &a, const Lookback<AccT> &lb, int64_t unit,
+                                                          const Regs &r, Shared &sh)
+    {
+        const Op op;
+        const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+        const RowSpan sp = row_span<REVERSE, SEG, Tile::SIZE>(a, unit);
+
+        // lane prefixes within the warp, warp totals
+        AccT lane_prefix[K];
+        int head[K];
+        if constexpr (!SEG) {
+            using WarpScan = cub::WarpScan<AccT>;
+            typename WarpScan::TempStorage unused;
+            AccT carry = Op::identity();
+#pragma unroll
+            for (int k = 0; k < K; k++) {
+                AccT t = r.v[k][0];
+#pragma unroll
+                for (int j = 1; j < VEC; j++) t = op(t, r.v[k][j]);
+                AccT incl, total;
+                WarpScan(unused).InclusiveScan(t, incl, op, total);
+                AccT ex = __shfl_up_sync(0xffffffffu, incl, 1);
+                if (lane == 0) ex = Op::identity();
+                lane_prefix[k] = op(carry, ex);
+                carry = op(carry, total);
+                head[k] = 0;
+            }
+            if (lane == 0) sh.warp_total[warp] = carry;
+        } else {
+            SegPair<AccT> carry{ 0, Op::identity() };
+#pragma unroll
+            for (int k = 0; k < K; k++) {
+                const int e0 = warp * Tile::WARP_SPAN + k * 32 * VEC + lane * VEC;
+                head[k] = e0 < sp.count && (e0 % a.len) == 0;
+                AccT t = r.v[k][0];
+#pragma unroll
+                for (int j = 1; j < VEC; j++) t = op(t, r.v[k][j]);
+                SegPair<AccT> total;
+                SegPair<AccT> incl = warp_seg_scan(op, SegPair<AccT>{ head[k], t }, &total);
+                SegPair<AccT> ex{ __shfl_up_sync(0xffffffffu, incl.f, 1), __shfl_up_sync(0xffffffffu, incl.v, 1) };
+                if (lane == 0) ex = SegPair<AccT>{ 0, Op::identity() };
+                SegPair<AccT> before = seg_combine(op, carry, ex);
+                lane_prefix[k] = before.v;
+                head[k] |= before.f << 1;        // bit 1: a line start lies before this lane in the warp
+                carry = seg_combine(op, carry, total);
+            }
+            if (lane == 0) {
+                sh.warp_total[warp] = carry.v;
+                sh.warp_flag[warp] = carry.f;
+            }
+        }
+        __syncthreads();
+
+        // the warps before this one, and the tile's prefix from the tiles before it (look-back)
+        AccT warp_prefix = Op::identity();
+        int warp_prefix_flag = 0;
+        for (int w = 0; w < warp; w++) {
+            if constexpr (SEG) {
+                SegPair<AccT> s = seg_combine(op, SegPair<AccT>{ warp_prefix_flag, warp_prefix },
+                                              SegPair<AccT>{ sh.warp_flag[w], sh.warp_total[w] });
+                warp_prefix = s.v;
+                warp_prefix_flag = s.f;
+            } else {
+                warp_prefix = op(warp_prefix, sh.warp_total[w]);
+            }
+        }
+        AccT prefix = Op::identity();
+        if constexpr (!SEG) {
+            if (a.use_lookback) {
+                if (warp == 0) {
+                    AccT tile_total = sh.warp_total[0];
+                    for (int w = 1; w < kRowWarps; w++) tile_total = op(tile_total, sh.warp_total[w]);
+                    AccT p = Op::identity();
+                    if (sp.piece == 0) {
+                        if (lane == 0) {
+                            lb.inclusive[unit] = op(p, tile_total);
+                            lb.set_flag(unit, kInclusive);
+                        }
+                    } else {
+                        if (lane == 0) {
+                            lb.aggregate[unit] = tile_total;
+                            lb.set_flag(unit, kAggregate);
+                        }
+                        p = lookback_line(op, lb, unit, unit - sp.piece, sh.window);
+                        if (lane == 0) {
+                            lb.inclusive[unit] = op(p, tile_total);
+                            lb.set_flag(unit, kInclusive);
+                        }
+                    }
+                    if (lane == 0) sh.prefix = p;
+                }
+                __syncthreads();
+                prefix = sh.prefix;
+            }
+        }
+
+        AccT *y = static_cast<AccT *>(a.out) + sp.oo;
+#pragma unroll
+        for (int k = 0; k < K; k++) {
+            const int e0 = warp * Tile::WARP_SPAN + k * 32 * VEC + lane * VEC;
+            if (e0 >= sp.count) continue;
+            AccT b;
+            if constexpr (SEG) {
+                // a line starting in this lane starts from the identity; otherwise it continues from
+                // the nearest line start before it (in this warp, or in an earlier one)
+                AccT within = lane_prefix[k];
+                if (!(head[k] & 2)) within = op(warp_prefix, within);
+                b = (head[k] & 1) ? Op::identity() : op(Op::identity(), within);
+            } else {
+                b = op(prefix, op(warp_prefix, lane_prefix[k]));
+            }
+            AccT out[VEC];
+#pragma unroll
+            for (int j = 0; j < VEC; j++) {
+                AccT nb = op(b, r.v[k][j]);
+                out[j] = a.exclusive ? b : nb;
+                b = nb;
+            }
+            const int64_t p = sp.pbase + (REVERSE ? sp.count - e0 - VEC : e0);
+            if constexpr (VEC > 1) {
+                Vec<AccT, VEC> ov;
+#pragma unroll
+                for (int j = 0; j < VEC; j++) ov.v[REVERSE ? VEC - 1 - j : j] = out[j];
+                store_vec<AccT, VEC>(y + p, ov);
+            } else {
+                y[p * a.so] = out[0];
+            }
+        }
+    }
+};
+
+// Persistent blocks: each takes tiles in order and loads the next one before scanning the current,
+// so its loads stay in flight while the current tile waits on its look-back.
+template <int OP, typename InT, typename AccT, bool REVERSE, bool MASKED, int VEC, bool SEG>
+__global__ void __launch_bounds__(kRowThreads)
+scan_rows_kernel(const RowsArgs a, const Lookback<AccT> lb, const WorkQueue q)
+{
+    using T = RowTileScan<OP, InT, AccT, REVERSE, MASKED, VEC, SEG>;
+    __shared__ typename T::Shared sh;
+    __shared__ int64_t slot[2];
+    int parity = 0;
+    typename T::Regs ra, rb;
+    int64_t u = q.take(slot, parity);
+    if (u < q.units) T::load(a, u, ra);
+    while (u < q.units) {
+        const int64_t n = q.take(slot, parity);
+        if (n < q.units) T::load(a, n, rb);
+        T::scan_and_store(a, lb, u, ra, sh);
+        if (n >= q.units) break;
+        u = q.take(slot, parity);
+        if (u < q.units) T::load(a, u, ra);
+        T::scan_and_store(a, lb, n, rb, sh);
+    }
+    q.finish();
+}
+
+}  // namespace cuscan

@@ -1,0 +1,75 @@
+/* event.c - timing events: CUDA events on the library's stream, or a monotonic host clock. */
+#include <stdlib.h>
+#include <time.h>
+#include "internal.h"
+#if CS_WITH_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+struct cs_event {
+    cs_device device;
+    double host_ms;
+#if CS_WITH_CUDA
+    cudaEvent_t ev;
+#endif
+};
+
+cs_status cs_event_create(cs_event **out, cs_device device)
+{
+    if (device != CS_CPU && device != CS_CUDA) return cs_fail(CS_ERR_ARGUMENT, "device: unknown device %d", (int)device);
+    if (device == CS_CUDA) {
+        cs_status st = cs_cuda_ready();
+        if (st) return st;
+    }
+    cs_event *e = calloc(1, sizeof *e);
+    if (!e) return cs_fail(CS_ERR_OUT_OF_MEMORY, "host out of memory (event)");
+    e->device = device;
+#if CS_WITH_CUDA
+    if (device == CS_CUDA) {
+        cs_status st = cs_cuda_check(cudaEventCreate(&e->ev), "cudaEventCreate");
+        if (st) {
+            free(e);
+            return st;
+        }
+    }
+#endif
+    *out = e;
+    return CS_OK;
+}
+
+void cs_event_free(cs_event *e)
+{
+    if (!e) return;
+#if CS_WITH_CUDA
+    if (e->device == CS_CUDA) cudaEventDestroy(e->ev);
+#endif
+    free(e);
+}
+
+cs_status cs_event_record(cs_event *e)
+{
+#if CS_WITH_CUDA
+    if (e->device == CS_CUDA)
+        return cs_cuda_check(cudaEventRecord(e->ev, (cudaStream_t)cs_cuda_stream_handle()), "cudaEventRecord");
+#endif
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    e->host_ms = ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+    return CS_OK;
+}
+
+cs_status cs_event_elapsed(cs_event *start, cs_event *end, double *ms)
+{
+    if (start->device != end->device) return cs_fail(CS_ERR_ARGUMENT, "events of different devices");
+#if CS_WITH_CUDA
+    if (end->device == CS_CUDA) {
+        float f = 0.0f;
+        cs_status st = cs_cuda_check(cudaEventSynchronize(end->ev), "cudaEventSynchronize");
+        if (!st) st = cs_cuda_check(cudaEventElapsedTime(&f, start->ev, end->ev), "cudaEventElapsedTime");
+        *ms = f;
+        return st;
+    }
+#endif
+    *ms = end->host_ms - start->host_ms;
+    return CS_OK;
+}
