@@ -39,6 +39,12 @@ describe("the summary output", function()
     assert.is_not.equal(0, status)
   end)
 
+  it("exits non-zero even when the failures number a multiple of 256", function()
+    local _, status, last = busted("spec/fixtures/summary/many_failures_fixture.lua")
+    assert.equal("0 passed, 256 failed", last)
+    assert.is_not.equal(0, status)
+  end)
+
   it("has exactly one last line of counts", function()
     local out = busted("spec/fixtures/summary/mixed_fixture.lua")
     local count = 0

@@ -115,6 +115,17 @@ return function(options)
     return nil, true
   end
 
+  -- busted exits with the count of failures, which the shell sees modulo 256 (256 failures would
+  -- read as success): exit with 1 instead whenever anything failed.
+  handler.exit = function()
+    if handler.failuresCount + handler.errorsCount > 0 then
+      io.stdout:flush()
+      os.exit(1)
+    end
+    return nil, true
+  end
+
+  busted.subscribe({ "exit" }, handler.exit)
   busted.subscribe({ "test", "end" }, handler.testEnd, { predicate = handler.cancelOnPending })
   busted.subscribe({ "suite", "end" }, handler.suiteEnd)
   busted.subscribe({ "error", "file" }, handler.error)
