@@ -94,7 +94,7 @@ describe("examples/demo.lua", function()
 
   it("is what make demo runs", function()
     local lib = require("cuscan.core").lib_path
-    local build = lib:match("^(.*)/libcuscan%.so$")
+    local build = io.popen("cd " .. q(lib:match("^(.*)/libcuscan%.so$")) .. " && pwd -P"):read("*l")
     -- under `make test` the sub-make inherits its variables; else build as the library was built
     local cuda = ""
     if not (os.getenv("MAKEFLAGS") or ""):match("CUDA=") then

@@ -234,7 +234,7 @@ describe("the REPL from a pipe", function()
   it("make repl starts the same REPL", function()
     -- only on an up-to-date build (as `make test` leaves it), which make repl does not rebuild
     local lib = require("cuscan.core").lib_path
-    local build = lib:match("^(.*)/libcuscan%.so$")
+    local build = io.popen("cd " .. q(lib:match("^(.*)/libcuscan%.so$")) .. " && pwd -P"):read("*l")
     -- under `make test` the sub-make inherits its variables; else build as the library was built
     local cuda = ""
     if not (os.getenv("MAKEFLAGS") or ""):match("CUDA=") then
