@@ -11,7 +11,7 @@
 -- out), derives each padded item's index in the packed buffer (its row's offset plus an
 -- exclusive cumsum of the mask), and checks all three against plain Lua loops.
 --
--- int32 sums wrap around on overflow (two's complement), as in C. When the lengths add up to
+-- int32 sums wrap around on overflow (two's complement). When the lengths add up to
 -- 2^31 or more, the offsets are computed in int64 instead: lengths:cumsum(1, {exclusive = true,
 -- dtype = "int64"}) accumulates int32 input in int64.
 local cs = require("cuscan")
