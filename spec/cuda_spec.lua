@@ -15,6 +15,7 @@ local function agree(x_cpu, dim, op, opts, len)
   if o_cpu.mask then o_gpu.mask = o_cpu.mask:cuda() end
   local want = cs[fn](x_cpu, dim, o_cpu)
   local got = cs[fn](x_cpu:cuda(), dim, o_gpu)
+  assert.equal("cpu", want.device)
   assert.equal("cuda", got.device)
   assert.equal(want.dtype, got.dtype)
   if H.is_int_dtype[want.dtype] then
@@ -62,7 +63,7 @@ describe("CUDA against the CPU #cuda", function()
       it(("agree on long lines spanning many blocks: %s %s"):format(op, dtype), function()
         for _, len in ipairs({ 100003, 1048583, 4194304 + 1 }) do
           local x = values({ 2, len }, dtype, op, len)
-          local m = cs.rand({ 2, len }, { seed = len + 1 }):lt(0.8)
+          local m = cs.rand({ 2, len }, { seed = len + 1, device = "cpu" }):lt(0.8)
           for _, f in ipairs({ {}, { reverse = true }, { exclusive = true }, { mask = m }, { reverse = true, exclusive = true, mask = m } }) do
             agree(x, 2, op, f, len)
           end
@@ -120,8 +121,8 @@ describe("CUDA against the CPU #cuda", function()
     local sv = { 1, nan, -0.0, inf, -inf, 2 ^ -149, -0.0, 3 }
     local mv = { true, false, true, true, false, true, true, true }
     for _, dtype in ipairs({ "float32", "float64" }) do
-      local x = cs.tensor(sv, { dtype = dtype })
-      local m = cs.tensor(mv)
+      local x = cs.tensor(sv, { dtype = dtype, device = "cpu" })
+      local m = cs.tensor(mv, { device = "cpu" })
       for _, op in ipairs({ "cumsum", "cumprod" }) do
         for _, f in ipairs({ {}, { mask = m }, { mask = m, reverse = true }, { exclusive = true, mask = m } }) do
           local g = {}
@@ -142,8 +143,8 @@ describe("CUDA against the CPU #cuda", function()
   end)
 
   it("agree on the toolkit ops", function()
-    local a = cs.rand({ 300, 41 }, { seed = 1 }) + 0.1
-    local b = cs.rand({ 41 }, { seed = 2 }) - 0.5
+    local a = cs.rand({ 300, 41 }, { seed = 1, device = "cpu" }) + 0.1
+    local b = cs.rand({ 41 }, { seed = 2, device = "cpu" }) - 0.5
     local ad, bd = a:cuda(), b:cuda()
     assert.tensor_near(a + b, ad + bd)
     assert.tensor_near(a * b - 2, ad * bd - 2)

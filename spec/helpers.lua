@@ -475,4 +475,21 @@ function H.shell(cmd)
   return out, status
 end
 
+-- The project root, absolute (specs run from it).
+H.root = H.shell("pwd"):gsub("%s+$", "")
+
+function H.quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+
+-- Runs a Lua chunk in a fresh luajit with cuscan on its path and the given environment
+-- variables; returns its output and exit status. (A child process also gives back any device
+-- memory its allocator keeps.)
+function H.run_lua(chunk, env)
+  local parts = {}
+  for k, v in pairs(env or {}) do parts[#parts + 1] = k .. "=" .. H.quote(v) end
+  if not (env and env.LUA_PATH) then
+    parts[#parts + 1] = "LUA_PATH=" .. H.quote(("%s/lua/?.lua;%s/lua/?/init.lua;%s"):format(H.root, H.root, package.path))
+  end
+  return H.shell(("env %s luajit -e %s"):format(table.concat(parts, " "), H.quote(chunk)))
+end
+
 return H

@@ -3,20 +3,9 @@
 local H = require("spec.helpers")
 local cs = require("cuscan")
 
--- the project root, absolute (specs run from it)
-local root = (debug.getinfo(1, "S").source:match("^@(/.*)/spec/module_spec%.lua$")) or
-             H.shell("pwd"):gsub("%s+$", "")
-local LUA_PATH = ("%s/lua/?.lua;%s/lua/?/init.lua;;"):format(root, root)
-
-local function q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
-
--- Runs a Lua chunk in a fresh luajit with the given environment; returns output and status.
-local function run(chunk, env)
-  local parts = {}
-  for k, v in pairs(env or {}) do parts[#parts + 1] = k .. "=" .. q(v) end
-  if not (env and env.LUA_PATH) then parts[#parts + 1] = "LUA_PATH=" .. q(LUA_PATH) end
-  return H.shell(("env %s luajit -e %s"):format(table.concat(parts, " "), q(chunk)))
-end
+local root = H.root
+local LUA_PATH = ("%s/lua/?.lua;%s/lua/?/init.lua;%s"):format(root, root, package.path)
+local q, run = H.quote, H.run_lua
 
 describe("the module", function()
   it("reports a version string from the library", function()
