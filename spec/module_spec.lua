@@ -62,25 +62,39 @@ describe("the module", function()
     assert.matches("/nonexistent/libcuscan.so", out, 1, true)
   end)
 
-  it("loads from an installed layout: <prefix>/share/lua/5.1/cuscan and <prefix>/lib/cuscan", function()
+  -- the module copied into <prefix>/share/lua/5.1/cuscan and the library into <prefix>/<libdir>;
+  -- returns what a child luajit prints after require("cuscan") from another directory
+  local function installed(libdir, extra_env)
     local lib = require("cuscan.core").lib_path
-    local libdir = lib:match("^(.*)/[^/]*$")
+    local srcdir = lib:match("^(.*)/[^/]*$")
     local prefix = os.tmpname()
     os.remove(prefix)
     local cmd = table.concat({
-      ("mkdir -p %s/share/lua/5.1/cuscan %s/lib/cuscan"):format(q(prefix), q(prefix)),
+      ("mkdir -p %s/share/lua/5.1/cuscan %s/%s"):format(q(prefix), q(prefix), libdir),
       ("cp %s/lua/cuscan/*.lua %s/share/lua/5.1/cuscan/"):format(q(root), q(prefix)),
-      ("cp %s %s/lib/cuscan/libcuscan.so"):format(q(lib), q(prefix)),
-      ("cp %s/cuscan.cdef %s/lib/cuscan/cuscan.cdef"):format(q(libdir), q(prefix)),
+      ("cp %s %s/%s/libcuscan.so"):format(q(lib), q(prefix), libdir),
+      ("cp %s/cuscan.cdef %s/%s/cuscan.cdef"):format(q(srcdir), q(prefix), libdir),
     }, " && ")
     local out, status = H.shell(cmd)
     assert.equal(0, status, out)
     local path = ("%s/share/lua/5.1/?.lua;%s/share/lua/5.1/?/init.lua;;"):format(prefix, prefix)
-    out, status = H.shell(("cd / && env -u CUSCAN_LIB LUA_PATH=%s luajit -e %s"):format(q(path),
+    out, status = H.shell(("cd / && env -u CUSCAN_LIB LUA_PATH=%s %s luajit -e %s"):format(q(path), extra_env or "",
       q("local cs = require('cuscan') io.write(require('cuscan.core').lib_path, '|', cs.tensor({1,2}):cumsum(1):totable()[2])")))
     H.shell("rm -rf " .. q(prefix))
+    return out, status, prefix
+  end
+
+  it("loads from an installed layout: <prefix>/share/lua/5.1/cuscan and <prefix>/lib/cuscan", function()
+    local out, status, prefix = installed("lib/cuscan")
     assert.equal(0, status, out)
     assert.matches("/lib/cuscan/libcuscan.so|3", out, 1, true)
+    assert.matches(prefix, out, 1, true)
+  end)
+
+  it("loads from a LuaRocks tree: the library in lib/lua/5.1/cuscan", function()
+    local out, status, prefix = installed("lib/lua/5.1/cuscan")
+    assert.equal(0, status, out)
+    assert.matches("/lib/lua/5.1/cuscan/libcuscan.so|3", out, 1, true)
     assert.matches(prefix, out, 1, true)
   end)
 

@@ -4,9 +4,14 @@
 --   $CUSCAN_LIB                                   (an explicit path)
 --   <module dir>/../../build/libcuscan.so         (the source tree: lua/cuscan/ -> build/)
 --   <module dir>/../../../../lib/cuscan/libcuscan.so
---                                                 (installed: <prefix>/share/lua/5.1/cuscan/ -> <prefix>/lib/cuscan/)
+--                                                 (make install: <prefix>/share/lua/5.1/cuscan/ -> <prefix>/lib/cuscan/)
+--   <module dir>/../../../../lib/lua/5.1/cuscan/libcuscan.so
+--                                                 (a LuaRocks tree: share/lua/5.1/cuscan/ -> lib/lua/5.1/cuscan/)
+--   cuscan/libcuscan.so on package.cpath          (wherever LuaRocks' C module directory is)
 -- The declarations come from cuscan.cdef beside the library that was loaded (the build writes it
 -- from src/cuscan.h with the preprocessor lines removed), so they always match that library.
+local registry = debug.getregistry()
+if registry["cuscan.ffi"] then return registry["cuscan.ffi"] end
 local ffi = require("ffi")
 
 local function module_dir()
@@ -42,6 +47,9 @@ if env_lib and env_lib ~= "" then
 else
   candidates[1] = here .. "/../../build/libcuscan.so"
   candidates[2] = here .. "/../../../../lib/cuscan/libcuscan.so"
+  candidates[3] = here .. "/../../../../lib/lua/5.1/cuscan/libcuscan.so"
+  local on_cpath = package.searchpath and package.searchpath("cuscan.libcuscan", package.cpath)
+  if on_cpath then candidates[4] = on_cpath end
 end
 
 local lib_path
@@ -84,8 +92,10 @@ if not loaded then
   error("cuscan: cannot load " .. lib_path .. ": " .. tostring(C), 0)
 end
 
-return {
+local instance = {
   C = C,
   lib_path = lib_path,
   cdef_path = cdef_path,
 }
+registry["cuscan.ffi"] = instance
+return instance
