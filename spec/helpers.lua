@@ -303,7 +303,7 @@ function H.bits(t)
   if c:numel() == 0 then return "" end
   local C = require("cuscan.core").C
   local size = require("cuscan.core").DTYPE_SIZE[require("cuscan.core").DTYPE[c.dtype]]
-  local base = ffi.cast("uint8_t *", C.cs_tensor_host_data(c)) + C.cs_tensor_offset(c) * size
+  local base = ffi.cast("uint8_t *", C.cs_tensor_host_data(c.h)) + C.cs_tensor_offset(c.h) * size
   local s = ffi.string(base, c:numel() * size)
   require("cuscan.core").keep(c)  -- base points into c's storage
   return s

@@ -128,3 +128,41 @@ H.each_device("special values", function(dev, it)
     assert.equal("int32", b:cumsum(1, { dtype = "int32" }).dtype)
   end)
 end)
+
+describe("reading NaNs of any payload", function()
+  local ffi = require("ffi")
+  local C = require("cuscan.core").C
+
+  -- a CPU tensor whose elements hold the given bit patterns
+  local function with_bits(dtype, patterns)
+    local t = cs.zeros({ #patterns }, { dtype = dtype, device = "cpu" })
+    local p = ffi.cast(dtype == "float32" and "uint32_t *" or "uint64_t *", C.cs_tensor_host_data(t.h))
+    for i, b in ipairs(patterns) do p[i - 1] = b end
+    return t
+  end
+
+  it("gives Lua numbers (NaN) for every NaN bit pattern, in totable, item and printing", function()
+    local cases = {
+      float32 = { 0xffffffff, 0x7fffffff, 0xffc00000, 0x7fc00000, 0xffe00001, 0xff800001 },
+      float64 = { 0xffffffffffffffffULL, 0x7fffffffffffffffULL, 0xfff8000000000000ULL, 0xfffc000000000001ULL,
+                  0xfff0000000000001ULL },
+    }
+    for dtype, patterns in pairs(cases) do
+      local t = with_bits(dtype, patterns)
+      for _ = 1, 300 do  -- long enough for the reads to be compiled
+        local vs = t:totable()
+        for i = 1, #patterns do
+          assert.is_true(type(vs[i]) == "number" and vs[i] ~= vs[i], dtype .. " element " .. i)
+        end
+      end
+      for i = 1, #patterns do
+        local v = t:narrow(1, i, 1):item()
+        assert.is_true(type(v) == "number" and v ~= v)
+      end
+      assert.matches("nan", tostring(t), 1, true)
+      assert.is_true(t:sum() ~= t:sum())
+      local c = t:cumsum(1):totable()
+      for i = 1, #patterns do assert.is_true(c[i] ~= c[i]) end
+    end
+  end)
+end)

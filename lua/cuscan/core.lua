@@ -1,6 +1,10 @@
 -- cuscan.core: what every part of the module shares: the C library, errors raised at the caller's
 -- line, dtype and device names, argument checks, tensor allocation with device-memory tracking
 -- and the garbage-collector pressure that goes with it.
+-- One instance per process: busted runs each spec file with a fresh package.loaded, but the
+-- FFI declarations, metatypes and the loaded library behind this module are process-wide.
+local registry = debug.getregistry()
+if registry["cuscan.core"] then return registry["cuscan.core"] end
 local ffi = require("ffi")
 local lib = require("cuscan.ffi")
 
@@ -52,6 +56,7 @@ core.fail = fail
 local function describe(v)
   local t = type(v)
   if t == "nil" then return "nil" end
+  if t == "table" and core.tensor_mt and getmetatable(v) == core.tensor_mt then return "a tensor" end
   if t == "number" then return "number " .. tostring(v) end
   if t == "string" then return format("string %q", #v > 40 and v:sub(1, 37) .. "..." or v) end
   if t == "boolean" then return "boolean " .. tostring(v) end
@@ -144,25 +149,74 @@ end
 core.is_int = is_int
 
 ---------------------------------------------------------------------------------------------------
+-- Reading floats from tensor memory. LuaJIT stores numbers NaN-boxed and does not make the NaNs
+-- it loads from C memory canonical: a NaN whose sign and top payload bits are set (a negated
+-- canonical CUDA NaN, 0xffffffff, say) then reads as a tagged value instead of a number and
+-- corrupts the VM. These read the element's bits through a uint32_t pointer, give Lua's own NaN
+-- for any NaN, and convert the rest through a union.
+---------------------------------------------------------------------------------------------------
+local band = require("bit").band
+local NAN = 0 / 0
+local f32box = ffi.new("union { uint32_t u; float f; }")
+local f64box = ffi.new("union { uint32_t w[2]; double d; }")
+
+-- element i of a float32 array given as uint32_t *
+function core.read_f32(q, i)
+  local b = q[i]
+  if band(b, 0x7f800000) == 0x7f800000 and band(b, 0x007fffff) ~= 0 then return NAN end
+  f32box.u = b
+  return f32box.f
+end
+
+-- element i of a float64 array given as uint32_t * (little-endian halves)
+function core.read_f64(q, i)
+  local lo, hi = q[2 * i], q[2 * i + 1]
+  if band(hi, 0x7ff00000) == 0x7ff00000 and (band(hi, 0x000fffff) ~= 0 or lo ~= 0) then return NAN end
+  f64box.w[0] = lo
+  f64box.w[1] = hi
+  return f64box.d
+end
+
+---------------------------------------------------------------------------------------------------
 -- tensors: type checks and shape facts
 ---------------------------------------------------------------------------------------------------
-local tensor_ct = ffi.typeof("cs_tensor *")
-core.tensor_ct = tensor_ct
+-- A tensor is a small Lua table { h = handle } whose metatable (core.tensor_mt, filled in by
+-- cuscan.tensor) gives the methods, the fields dtype and device, tostring and the operators. The
+-- handle is a `cs_tensor *` tied to the collector with ffi.gc(handle, cs_tensor_free).
+--
+-- (The handle itself cannot carry the operators: LuaJIT treats `pointer + number` as C pointer
+-- arithmetic, and the trace recorder of LuaJIT 2.1.0-beta3 mishandles that for a pointer to an
+-- incomplete struct and crashes the VM. Passing the collected handle itself to C, rather than a
+-- copy of it, also keeps its storage alive for as long as C uses it.)
+--
+-- Convention in the module: x is a tensor (the table), xh its handle for C calls. Helpers named
+-- *_of take handles; check_tensor returns the handle; the constructors return tensors.
+local tensor_mt = {}
+core.tensor_mt = tensor_mt
+local setmetatable, getmetatable = setmetatable, getmetatable
+local cs_tensor_free = C.cs_tensor_free
+
+-- A tensor owning the handle h (which must not be owned yet).
+local function wrap(h)
+  return setmetatable({ h = ffi_gc(h, cs_tensor_free) }, tensor_mt)
+end
+core.wrap = wrap
 
 local function is_tensor(v)
-  return type(v) == "cdata" and istype(tensor_ct, v)
+  return getmetatable(v) == tensor_mt
 end
 core.is_tensor = is_tensor
 
--- The tensor argument `v`, or an error naming it.
+-- The handle of the tensor argument `v`, or an error naming it.
 local function check_tensor(v, fname, argname)
-  if type(v) ~= "cdata" or not istype(tensor_ct, v) then
+  if getmetatable(v) ~= tensor_mt then
     raise(format("%s: %s: expected a tensor, got %s", fname, argname, describe(v)))
   end
-  if C.cs_tensor_is_released(v) ~= 0 then
+  local h = v.h
+  if C.cs_tensor_is_released(h) ~= 0 then
     raise(format("%s: %s: tensor was freed", fname, argname))
   end
-  return v
+  return h
 end
 core.check_tensor = check_tensor
 
@@ -330,15 +384,19 @@ function core.gc_stats()
 end
 
 local outp = ffi.new("cs_tensor *[1]")
-local cs_tensor_free = C.cs_tensor_free
 local DTYPE_SIZE = core.DTYPE_SIZE
 
--- Takes ownership of the handle C just wrote to outp.
-local function adopt(dev, dtype)
-  local h = ffi_gc(outp[0], cs_tensor_free)
+-- A tensor owning the handle C just wrote to outp.
+local function take()
+  local h = outp[0]
   outp[0] = nil
-  note_alloc(dev, tonumber(C.cs_tensor_numel(h)) * DTYPE_SIZE[dtype])
-  return h
+  return wrap(h)
+end
+
+local function adopt(dev, dtype)
+  local t = take()
+  note_alloc(dev, tonumber(C.cs_tensor_numel(t.h)) * DTYPE_SIZE[dtype])
+  return t
 end
 
 -- A new contiguous tensor; the shape must already be in SH (core.parse_shape).
@@ -364,7 +422,7 @@ function core.empty(shape, dtype, dev, fname)
   return core.empty_from_sh(n, dtype, dev, fname)
 end
 
--- A new tensor shaped like `like`, laid out in like's dim order.
+-- A new tensor shaped like `like` (a handle), laid out in like's dim order.
 function core.empty_like(like, dtype, dev, fname)
   local st = C.cs_empty_like(outp, like, dtype, dev)
   if st ~= 0 then
@@ -377,12 +435,10 @@ function core.empty_like(like, dtype, dev, fname)
   return adopt(dev, dtype)
 end
 
--- A view of base's storage: shape and strides in SH and ST.
+-- A view of base's storage (base a handle): shape and strides in SH and ST.
 function core.view_from_sh(base, ndim, offset, fname)
   if C.cs_as_strided(outp, base, ndim, SH, ST, offset) ~= 0 then fail(fname) end
-  local h = ffi_gc(outp[0], cs_tensor_free)
-  outp[0] = nil
-  return h
+  return take()
 end
 
 -- A view with the given shape and strides tables.
@@ -408,15 +464,16 @@ function core.call(fname, fn, ...)
   end
 end
 
--- Keeps t alive up to this point. A raw pointer into a tensor's storage is valid only while the
--- tensor lives, and a compiled trace may treat a local that is not used again as dead, letting
--- the collector free the storage under the pointer; an FFI call on t cannot be optimised away.
+-- Keeps the tensor t alive up to this point. A raw pointer into a tensor's storage is valid only
+-- while the tensor lives, and a compiled trace may treat a local that is not used again as dead,
+-- letting the collector free the storage under the pointer; an FFI call cannot be optimised away.
 local cs_tensor_ndim = C.cs_tensor_ndim
 function core.keep(t)
-  cs_tensor_ndim(t)
+  cs_tensor_ndim(t.h)
 end
 
 -- The methods table of the tensor metatype; the parts of the module fill it in.
 core.methods = {}
 
+registry["cuscan.core"] = core
 return core

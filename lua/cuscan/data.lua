@@ -1,6 +1,8 @@
 -- cuscan.data: moving values between Lua and tensors: building a tensor from a nested table,
 -- totable(), item(), and the CPU staging that CUDA tensors go through. CPU tensors are read and
 -- written in place through their host pointer, offset and strides.
+local registry = debug.getregistry()
+if registry["cuscan.data"] then return registry["cuscan.data"] end
 local ffi = require("ffi")
 local core = require("cuscan.core")
 core.own_file()
@@ -18,19 +20,20 @@ local uint64_ct = ffi.typeof("uint64_t")
 
 local data = {}
 
--- Base pointer (at element 0 of the view) of a CPU tensor, typed by its dtype.
+-- Base pointer (at element 0 of the view) of a CPU tensor's handle, typed by its dtype.
 local function host_ptr(t, dtype)
   local base = C.cs_tensor_host_data(t)
   return cast(ELEM_PTR[dtype], base) + C.cs_tensor_offset(t)
 end
 data.host_ptr = host_ptr
 
--- A CPU tensor with t's values: t itself when it already is one, else a contiguous copy.
+-- A CPU tensor with the tensor t's values: t itself when it already is one, else a copy.
 local function on_host(t, fname)
-  if tonumber(C.cs_tensor_device(t)) == CPU then return t end
-  local dtype = tonumber(C.cs_tensor_dtype(t))
-  local h = core.empty(core.shape_of(t), dtype, CPU, fname)
-  core.call(fname, C.cs_copy, h, t)
+  local th = t.h
+  if tonumber(C.cs_tensor_device(th)) == CPU then return t end
+  local dtype = tonumber(C.cs_tensor_dtype(th))
+  local h = core.empty(core.shape_of(th), dtype, CPU, fname)
+  core.call(fname, C.cs_copy, h.h, th)
   return h
 end
 data.on_host = on_host
@@ -38,13 +41,27 @@ data.on_host = on_host
 ---------------------------------------------------------------------------------------------------
 -- Reading
 ---------------------------------------------------------------------------------------------------
-local function reader(dtype)
-  if dtype == BOOL then return function(p, i) return p[i] ~= 0 end end
-  if dtype == I64 then return function(p, i) return tonumber(p[i]) end end
-  return function(p, i) return p[i] end
+-- Floats are read as bits (see core.read_f32 and core.read_f64): a NaN loaded straight from
+-- memory keeps its payload, and LuaJIT reads some payloads as tagged values, not numbers.
+local read_f32, read_f64 = core.read_f32, core.read_f64
+local u32_ptr = ffi.typeof("uint32_t *")
+
+local READ = {
+  [F32] = read_f32,
+  [F64] = read_f64,
+  [I32] = function(p, i) return p[i] end,
+  [I64] = function(p, i) return tonumber(p[i]) end,
+  [BOOL] = function(p, i) return p[i] ~= 0 end,
+}
+data.READ = READ
+
+-- The pointer READ[dtype] takes: element 0 of a CPU tensor's handle (floats as bits).
+local function read_ptr(t, dtype)
+  local p = host_ptr(t, dtype)
+  if dtype == F32 or dtype == F64 then return cast(u32_ptr, p) end
+  return p
 end
-local READ = {}
-for d = 0, 4 do READ[d] = reader(d) end
+data.read_ptr = read_ptr
 
 local function read_dims(p, read, shape, strides, d, nd, off)
   local n, s = shape[d], strides[d]
@@ -60,18 +77,19 @@ end
 -- x:totable(): a nested Lua table of the values (booleans for bool tensors; int64 values as Lua
 -- numbers, exact up to 2^53). A 0-d tensor gives its value.
 function data.totable(x)
-  x = core.check_tensor(x, "totable", "x")
+  core.check_tensor(x, "totable", "x")
   local h = on_host(x, "totable")
-  local dtype = tonumber(C.cs_tensor_dtype(h))
+  local hh = h.h
+  local dtype = tonumber(C.cs_tensor_dtype(hh))
   local read = READ[dtype]
-  local nd = C.cs_tensor_ndim(h)
+  local nd = C.cs_tensor_ndim(hh)
   local out
   if nd == 0 then
-    out = read(host_ptr(h, dtype), 0)
-  elseif core.numel_of(h) == 0 then
-    out = read_dims(nil, read, core.shape_of(h), core.strides_of(h), 1, nd, 0)
+    out = read(read_ptr(hh, dtype), 0)
+  elseif core.numel_of(hh) == 0 then
+    out = read_dims(nil, read, core.shape_of(hh), core.strides_of(hh), 1, nd, 0)
   else
-    out = read_dims(host_ptr(h, dtype), read, core.shape_of(h), core.strides_of(h), 1, nd, 0)
+    out = read_dims(read_ptr(hh, dtype), read, core.shape_of(hh), core.strides_of(hh), 1, nd, 0)
   end
   keep(h)
   return out
@@ -83,19 +101,20 @@ local function read_raw_int64(p, i) return p[i] end
 -- raw, int64 values stay int64 cdata (exact).
 function data.flat(x, fname, raw)
   local h = on_host(x, fname)
-  local dtype = tonumber(C.cs_tensor_dtype(h))
+  local hh = h.h
+  local dtype = tonumber(C.cs_tensor_dtype(hh))
   local read = (raw and dtype == I64) and read_raw_int64 or READ[dtype]
-  local nd = C.cs_tensor_ndim(h)
-  local n = core.numel_of(h)
+  local nd = C.cs_tensor_ndim(hh)
+  local n = core.numel_of(hh)
   local out = {}
   if n == 0 then return out end
-  local p = host_ptr(h, dtype)
+  local p = read_ptr(hh, dtype)
   if nd == 0 then
     out[1] = read(p, 0)
     keep(h)
     return out
   end
-  local shape, strides = core.shape_of(h), core.strides_of(h)
+  local shape, strides = core.shape_of(hh), core.strides_of(hh)
   local idx = {}
   for d = 1, nd do idx[d] = 0 end
   local off = 0
@@ -124,16 +143,17 @@ end
 
 -- x:item(): the value of a one-element tensor.
 function data.item(x)
-  x = core.check_tensor(x, "item", "x")
-  local n = core.numel_of(x)
+  local xh = core.check_tensor(x, "item", "x")
+  local n = core.numel_of(xh)
   if n ~= 1 then
     raise(format("item: x: expected a tensor of one element, got %d elements (shape %s)", n,
-                 core.shape_str(core.shape_of(x))))
+                 core.shape_str(core.shape_of(xh))))
   end
   local h = on_host(x, "item")
-  local dtype = tonumber(C.cs_tensor_dtype(h))
+  local hh = h.h
+  local dtype = tonumber(C.cs_tensor_dtype(hh))
   -- the single element sits at the offset whatever the strides are
-  local v = READ[dtype](host_ptr(h, dtype), 0)
+  local v = READ[dtype](read_ptr(hh, dtype), 0)
   keep(h)
   return v
 end
@@ -270,9 +290,9 @@ end
 -- default dtype, for every numeric table so that a table of whole numbers scans as floats do.)
 function data.from_table(value, dtype, dev, fname)
   if core.is_tensor(value) then
-    value = core.check_tensor(value, fname, "data")
-    local h = core.empty_like(value, dtype or tonumber(C.cs_tensor_dtype(value)), dev, fname)
-    core.call(fname, C.cs_copy, h, value)
+    local vh = core.check_tensor(value, fname, "data")
+    local h = core.empty_like(vh, dtype or tonumber(C.cs_tensor_dtype(vh)), dev, fname)
+    core.call(fname, C.cs_copy, h.h, vh)
     return h
   end
   local shape, kind = infer(value, fname)
@@ -280,15 +300,16 @@ function data.from_table(value, dtype, dev, fname)
   local nd, n = core.parse_shape(shape, fname, "data")
   local h = core.empty_from_sh(nd, dtype, CPU, fname)
   if n > 0 then
-    local p = host_ptr(h, dtype)
+    local p = host_ptr(h.h, dtype)
     local write = writer(dtype, fname)
     if nd == 0 then write(p, 0, value) else fill_rows(value, 1, nd, p, 0, write) end
     keep(h)
   end
   if dev == CPU then return h end
-  local d = core.empty_like(h, dtype, dev, fname)
-  core.call(fname, C.cs_copy, d, h)
+  local d = core.empty_like(h.h, dtype, dev, fname)
+  core.call(fname, C.cs_copy, d.h, h.h)
   return d
 end
 
+registry["cuscan.data"] = data
 return data

@@ -2,6 +2,8 @@
 -- "[cuscan float32 tensor 2x3, cuda]". Tensors of more than 1000 elements are summarised like
 -- numpy does: along every dim longer than 6 only the first and last 3 entries are shown, with
 -- "..." between. Only those corners are read (and, for CUDA tensors, moved to the host).
+local registry = debug.getregistry()
+if registry["cuscan.format"] then return registry["cuscan.format"] end
 local ffi = require("ffi")
 local core = require("cuscan.core")
 core.own_file()
@@ -17,34 +19,37 @@ fmt.threshold = 1000   -- more elements than this: summarise
 fmt.edge = 3           -- entries kept at each end of a summarised dim
 fmt.line_width = 80
 
--- The corner tensor of x (its first and last `edge` entries along each long dim) on the host,
--- and which dims were cut.
+-- The corner tensor of the tensor x (its first and last `edge` entries along each long dim) on
+-- the host, and which dims were cut.
 local function corners(x, summarise)
   local M = core.methods
-  local nd = C.cs_tensor_ndim(x)
+  local nd = C.cs_tensor_ndim(x.h)
   local cut = {}
   local c = x
   if summarise then
     local e = fmt.edge
     for d = 1, nd do
-      local size = tonumber(C.cs_tensor_size(c, d - 1))
+      local size = tonumber(C.cs_tensor_size(c.h, d - 1))
       if size > 2 * e then
         cut[d] = true
         c = require("cuscan.ops").cat({ M.narrow(c, d, 1, e), M.narrow(c, d, size - e + 1, e) }, d)
       end
     end
   end
-  if tonumber(C.cs_tensor_device(c)) ~= CPU then c = M.cpu(c) end
+  if tonumber(C.cs_tensor_device(c.h)) ~= CPU then c = M.cpu(c) end
   return c, cut
 end
 
 -- Strings of the values of a host tensor in row-major order.
-local function value_strings(c)
+local function value_strings(t)
+  local c = t.h
   local dtype = tonumber(C.cs_tensor_dtype(c))
   local n = tonumber(C.cs_tensor_numel(c))
   local out = {}
   if n == 0 then return out end
+  local data = require("cuscan.data")
   local p = ffi.cast(core.ELEM_PTR[dtype], C.cs_tensor_host_data(c)) + C.cs_tensor_offset(c)
+  local read, rp = data.READ[dtype], data.read_ptr(c, dtype)  -- floats NaN-safe (see cuscan.data)
   local nd = C.cs_tensor_ndim(c)
   local shape, strides = core.shape_of(c), core.strides_of(c)
   local offs = { 0 }
@@ -63,7 +68,7 @@ local function value_strings(c)
     local vals = {}
     local maxa, mina, integral, finite = 0, huge, true, false
     for i, o in ipairs(offs) do
-      local v = p[o]
+      local v = read(rp, o)
       vals[i] = v
       if v == v and v ~= huge and v ~= -huge then
         finite = true
@@ -89,7 +94,7 @@ local function value_strings(c)
   else
     for i, o in ipairs(offs) do out[i] = format("%d", p[o]) end
   end
-  core.keep(c)  -- p points into c's storage
+  core.keep(t)  -- p points into t's storage
   return out
 end
 
@@ -119,13 +124,13 @@ end
 
 -- The values part of tostring(x).
 function fmt.values(x)
-  local nd = C.cs_tensor_ndim(x)
-  local n = tonumber(C.cs_tensor_numel(x))
+  local nd = C.cs_tensor_ndim(x.h)
+  local n = tonumber(C.cs_tensor_numel(x.h))
   local c, cut = corners(x, n > fmt.threshold)
   local strs = value_strings(c)
   if nd == 0 then return strs[1] end
   if n == 0 then return "[]" end
-  local shape = core.shape_of(c)
+  local shape = core.shape_of(c.h)
   local strides, s = {}, 1
   for d = nd, 1, -1 do strides[d] = s; s = s * shape[d] end
   local width = 0
@@ -136,16 +141,18 @@ end
 
 -- The last line: [cuscan float32 tensor 2x3, cuda]
 function fmt.header(x)
-  local dtype = core.DTYPE_NAME[tonumber(C.cs_tensor_dtype(x))]
-  local dev = core.DEVICE_NAME[tonumber(C.cs_tensor_device(x))]
-  local shape = core.shape_str(core.shape_of(x))
-  local freed = C.cs_tensor_is_released(x) ~= 0 and ", freed" or ""
+  local xh = x.h
+  local dtype = core.DTYPE_NAME[tonumber(C.cs_tensor_dtype(xh))]
+  local dev = core.DEVICE_NAME[tonumber(C.cs_tensor_device(xh))]
+  local shape = core.shape_str(core.shape_of(xh))
+  local freed = C.cs_tensor_is_released(xh) ~= 0 and ", freed" or ""
   return format("[cuscan %s tensor %s, %s%s]", dtype, shape, dev, freed)
 end
 
 function fmt.tostring(x)
-  if C.cs_tensor_is_released(x) ~= 0 then return fmt.header(x) end
+  if C.cs_tensor_is_released(x.h) ~= 0 then return fmt.header(x) end
   return fmt.values(x) .. "\n" .. fmt.header(x)
 end
 
+registry["cuscan.format"] = fmt
 return fmt

@@ -6,6 +6,8 @@
 -- cuscan.views (queries, views, copies), cuscan.data (totable, item), cuscan.scan (cumsum,
 -- cumprod), cuscan.ops (arithmetic, comparisons, reductions, cat, fill, copy) and cuscan.format
 -- (printing); cuscan.core has what they share.
+local registry = debug.getregistry()
+if registry["cuscan"] then return registry["cuscan"] end
 local ffi = require("ffi")
 local bit = require("bit")
 local core = require("cuscan.core")
@@ -78,14 +80,14 @@ end
 function cs.zeros(shape, opts)
   local dtype, dev = ctor_opts(opts, CTOR_OPTS, "zeros")
   local t = new_tensor(shape, dtype or F32, dev, "zeros")
-  core.call("zeros", C.cs_fill_int64, t, 0)
+  core.call("zeros", C.cs_fill_int64, t.h, 0)
   return t
 end
 
 function cs.ones(shape, opts)
   local dtype, dev = ctor_opts(opts, CTOR_OPTS, "ones")
   local t = new_tensor(shape, dtype or F32, dev, "ones")
-  core.call("ones", C.cs_fill_int64, t, 1)
+  core.call("ones", C.cs_fill_int64, t.h, 1)
   return t
 end
 
@@ -142,7 +144,7 @@ function cs.rand(shape, opts)
   end
   local seed = (opts and opts.seed ~= nil) and check_seed(opts.seed, "rand") or next_seed()
   local t = new_tensor(shape, dtype, dev, "rand")
-  core.call("rand", C.cs_rand, t, seed)
+  core.call("rand", C.cs_rand, t.h, seed)
   return t
 end
 
@@ -171,7 +173,7 @@ function cs.arange(a, b, c, d)
   local n = math.ceil((stop - start) / step)
   if n < 0 then n = 0 end
   local t = new_tensor({ n }, dtype, dev, "arange")
-  core.call("arange", C.cs_arange, t, start, step)
+  core.call("arange", C.cs_arange, t.h, start, step)
   return t
 end
 
@@ -228,4 +230,5 @@ function cs.memory_info(device)
   return { in_use = in_use, free = free, total = total, device = core.DEVICE_NAME[dev] }
 end
 
+registry["cuscan"] = cs
 return cs

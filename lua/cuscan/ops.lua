@@ -1,6 +1,8 @@
 -- cuscan.ops: the experiment toolkit: arithmetic operators and comparisons with numpy broadcasting
 -- and torch's type promotion, unary math, reductions, cat, fill, copy, and result checking
 -- (allclose, max_abs_diff). Broadcast operands are stride-0 views made in Lua; C sees one shape.
+local registry = debug.getregistry()
+if registry["cuscan.ops"] then return registry["cuscan.ops"] end
 local ffi = require("ffi")
 local core = require("cuscan.core")
 core.own_file()
@@ -56,8 +58,10 @@ local function broadcast_shape(sa, sb, fname)
 end
 ops.broadcast_shape = broadcast_shape
 
--- t seen with shape `to` (t's shape broadcasts to it): t itself, or a view with zero strides.
+-- The tensor t seen with shape `to` (t's shape broadcasts to it): t itself, or a view with zero
+-- strides.
 local function expand(t, tshape, to, fname)
+  local th = t.h
   local nt, n = #tshape, #to
   local same = nt == n
   if same then
@@ -69,12 +73,12 @@ local function expand(t, tshape, to, fname)
     local size = tshape[d]
     SH[n - 1 - i] = to[n - i]
     if d >= 1 and size == to[n - i] and size ~= 1 then
-      ST[n - 1 - i] = C.cs_tensor_stride(t, d - 1)
+      ST[n - 1 - i] = C.cs_tensor_stride(th, d - 1)
     else
       ST[n - 1 - i] = 0
     end
   end
-  return core.view_from_sh(t, n, C.cs_tensor_offset(t), fname)
+  return core.view_from_sh(th, n, C.cs_tensor_offset(th), fname)
 end
 ops.expand = expand
 
@@ -115,11 +119,12 @@ end
 -- "pow", "cmp" or "logic".
 local function binary(a, b, op, kind, fname)
   local ta, tb = is_tensor(a), is_tensor(b)
-  if ta then check_tensor(a, fname, "a") end
-  if tb then check_tensor(b, fname, "b") end
+  local ah, bh
+  if ta then ah = check_tensor(a, fname, "a") end
+  if tb then bh = check_tensor(b, fname, "b") end
   if ta and tb then
-    local dev = check_same_device(a, b, fname)
-    local da, db = tonumber(C.cs_tensor_dtype(a)), tonumber(C.cs_tensor_dtype(b))
+    local dev = check_same_device(ah, bh, fname)
+    local da, db = tonumber(C.cs_tensor_dtype(ah)), tonumber(C.cs_tensor_dtype(bh))
     local odt
     if kind == "cmp" or kind == "logic" then
       odt = BOOL
@@ -130,26 +135,26 @@ local function binary(a, b, op, kind, fname)
         if op == B.sub then raise(fname .. ": subtraction of bool tensors is not supported (use logical ops)") end
         if kind == "pow" then odt = I64 end
       end
-      if kind == "pow" and not IS_FLOAT[odt] and core.numel_of(b) > 0 then
-        if ops.reduce_all(b, R.min, "pow") < 0 then
+      if kind == "pow" and not IS_FLOAT[odt] and core.numel_of(bh) > 0 then
+        if ops.reduce_all(bh, R.min, "pow") < 0 then
           raise("pow: p: integer tensors cannot be raised to negative integer powers")
         end
       end
     end
-    local sa, sb = shape_of(a), shape_of(b)
+    local sa, sb = shape_of(ah), shape_of(bh)
     local shape = broadcast_shape(sa, sb, fname)
     local va, vb = expand(a, sa, shape, fname), expand(b, sb, shape, fname)
     local out
-    if va == a then out = core.empty_like(a, odt, dev, fname)
-    elseif vb == b then out = core.empty_like(b, odt, dev, fname)
+    if va == a then out = core.empty_like(ah, odt, dev, fname)
+    elseif vb == b then out = core.empty_like(bh, odt, dev, fname)
     else out = core.empty(shape, odt, dev, fname) end
-    core.call(fname, C.cs_binary, out, va, vb, op)
+    core.call(fname, C.cs_binary, out.h, va.h, vb.h, op)
     return out
   end
-  local t, s, first = a, b, 0
+  local t, s, first = ah, b, 0
   if not ta then
     if not tb then raise(format("%s: expected a tensor operand, got %s and %s", fname, describe(a), describe(b))) end
-    t, s, first = b, a, 1
+    t, s, first = bh, a, 1
   end
   s = scalar_of(s, fname, first == 1 and "a" or "b")
   local dt = tonumber(C.cs_tensor_dtype(t))
@@ -173,14 +178,14 @@ local function binary(a, b, op, kind, fname)
     end
   end
   local out = core.empty_like(t, odt, tonumber(C.cs_tensor_device(t)), fname)
-  core.call(fname, C.cs_binary_scalar, out, t, s, op, first)
+  core.call(fname, C.cs_binary_scalar, out.h, t, s, op, first)
   return out
 end
 ops.binary = binary
 
 local function unary(x, op, fname, result)
-  x = check_tensor(x, fname, "x")
-  local dt = tonumber(C.cs_tensor_dtype(x))
+  local xh = check_tensor(x, fname, "x")
+  local dt = tonumber(C.cs_tensor_dtype(xh))
   local odt
   if result == "float" then odt = IS_FLOAT[dt] and dt or F32
   elseif result == "bool" then odt = BOOL
@@ -188,8 +193,8 @@ local function unary(x, op, fname, result)
     if dt == BOOL then raise(format("%s: x: bool tensors are not supported", fname)) end
     odt = dt
   end
-  local out = core.empty_like(x, odt, tonumber(C.cs_tensor_device(x)), fname)
-  core.call(fname, C.cs_unary, out, x, op)
+  local out = core.empty_like(xh, odt, tonumber(C.cs_tensor_device(xh)), fname)
+  core.call(fname, C.cs_unary, out.h, xh, op)
   return out
 end
 
@@ -243,45 +248,48 @@ ops.meta = {
 ---------------------------------------------------------------------------------------------------
 local scalar_f64, scalar_i64  -- cached 0-d CPU tensors that receive overall results
 
-local function reduce_all(x, op, fname)
-  local dt = tonumber(C.cs_tensor_dtype(x))
-  local dev = tonumber(C.cs_tensor_device(x))
+-- The reduction of all elements of the tensor with handle xh, as a Lua number.
+local function reduce_all(xh, op, fname)
+  local dt = tonumber(C.cs_tensor_dtype(xh))
+  local dev = tonumber(C.cs_tensor_device(xh))
   local float = IS_FLOAT[dt] or op == R.mean
   local odt = float and F64 or I64
   local out = core.empty({}, odt, dev, fname)
-  core.call(fname, C.cs_reduce, out, x, -1, op)
+  core.call(fname, C.cs_reduce, out.h, xh, -1, op)
   if dev ~= CPU then
     if float then
       scalar_f64 = scalar_f64 or core.empty({}, F64, CPU, fname)
-      core.call(fname, C.cs_copy, scalar_f64, out)
+      core.call(fname, C.cs_copy, scalar_f64.h, out.h)
       out = scalar_f64
     else
       scalar_i64 = scalar_i64 or core.empty({}, I64, CPU, fname)
-      core.call(fname, C.cs_copy, scalar_i64, out)
+      core.call(fname, C.cs_copy, scalar_i64.h, out.h)
       out = scalar_i64
     end
   end
-  local p = ffi.cast(core.ELEM_PTR[odt], C.cs_tensor_host_data(out)) + C.cs_tensor_offset(out)
-  local v = tonumber(p[0])
+  local v
+  local oh = out.h
+  local p = ffi.cast(core.ELEM_PTR[odt], C.cs_tensor_host_data(oh)) + C.cs_tensor_offset(oh)
+  if odt == F64 then v = core.read_f64(ffi.cast("uint32_t *", p), 0) else v = tonumber(p[0]) end
   core.keep(out)  -- p points into out's storage
   return v
 end
 ops.reduce_all = reduce_all
 
 local function reduce(x, dim, op, fname)
-  x = check_tensor(x, fname, "x")
-  if dim == nil then return reduce_all(x, op, fname) end
-  local nd = C.cs_tensor_ndim(x)
+  local xh = check_tensor(x, fname, "x")
+  if dim == nil then return reduce_all(xh, op, fname) end
+  local nd = C.cs_tensor_ndim(xh)
   local k = core.norm_dim(dim, nd, fname)
-  local dt = tonumber(C.cs_tensor_dtype(x))
+  local dt = tonumber(C.cs_tensor_dtype(xh))
   local odt
   if op == R.sum then odt = IS_FLOAT[dt] and dt or I64
   elseif op == R.mean then odt = IS_FLOAT[dt] and dt or F32
   else odt = dt end
-  local shape = shape_of(x)
+  local shape = shape_of(xh)
   table.remove(shape, k + 1)
-  local out = core.empty(shape, odt, tonumber(C.cs_tensor_device(x)), fname)
-  core.call(fname, C.cs_reduce, out, x, k, op)
+  local out = core.empty(shape, odt, tonumber(C.cs_tensor_device(xh)), fname)
+  core.call(fname, C.cs_reduce, out.h, xh, k, op)
   return out
 end
 
@@ -330,15 +338,16 @@ function ops.cat(list, dim)
   shape[k] = total
   core.parse_shape(shape, "cat")
   local out = core.empty(shape, odt, dev, "cat")
-  local ostrides = core.strides_of(out)
+  local oh = out.h
+  local ostrides = core.strides_of(oh)
   local pos = 0
   for i = 1, n do
-    local t = list[i]
+    local t = list[i].h
     local len = tonumber(C.cs_tensor_size(t, k - 1))
     if len > 0 then
       local s = shape_of(t)
-      local v = core.view(out, s, ostrides, pos * ostrides[k], "cat")
-      core.call("cat", C.cs_copy, v, t)
+      local v = core.view(oh, s, ostrides, pos * ostrides[k], "cat")
+      core.call("cat", C.cs_copy, v.h, t)
     end
     pos = pos + len
   end
@@ -347,27 +356,27 @@ end
 
 -- x:fill(v): every element of x (a view writes through) set to v; returns x.
 function M.fill(x, v)
-  x = check_tensor(x, "fill", "x")
-  local dt = tonumber(C.cs_tensor_dtype(x))
+  local xh = check_tensor(x, "fill", "x")
+  local dt = tonumber(C.cs_tensor_dtype(xh))
   if type(v) == "boolean" then v = v and 1 or 0 end
   if type(v) == "cdata" and (ffi.istype("int64_t", v) or ffi.istype("uint64_t", v)) then
-    core.call("fill", C.cs_fill_int64, x, v)
+    core.call("fill", C.cs_fill_int64, xh, v)
     return x
   end
   if type(v) ~= "number" then raise(format("fill: value: expected a number or boolean, got %s", describe(v))) end
   if (dt == I64 or dt == I32) and is_int(v) and v > -2 ^ 63 and v < 2 ^ 63 then
-    core.call("fill", C.cs_fill_int64, x, v)
+    core.call("fill", C.cs_fill_int64, xh, v)
   else
-    core.call("fill", C.cs_fill, x, v)
+    core.call("fill", C.cs_fill, xh, v)
   end
   return x
 end
 
 -- x:copy(y): x's elements set to y's (y broadcasts to x's shape; any dtype, any device); returns x.
 function M.copy(x, y)
-  x = check_tensor(x, "copy", "x")
-  y = check_tensor(y, "copy", "y")
-  local sx, sy = shape_of(x), shape_of(y)
+  local xh = check_tensor(x, "copy", "x")
+  local yh = check_tensor(y, "copy", "y")
+  local sx, sy = shape_of(xh), shape_of(yh)
   local ok = #sy <= #sx
   for i = 0, #sy - 1 do
     local a, b = sx[#sx - i], sy[#sy - i]
@@ -376,7 +385,7 @@ function M.copy(x, y)
   if not ok then
     raise(format("copy: y: shape %s does not broadcast to x's shape %s", shape_str(sy), shape_str(sx)))
   end
-  core.call("copy", C.cs_copy, x, expand(y, sy, sx, "copy"))
+  core.call("copy", C.cs_copy, xh, expand(y, sy, sx, "copy").h)
   return x
 end
 
@@ -384,10 +393,15 @@ end
 -- Checking results
 ---------------------------------------------------------------------------------------------------
 local cmp_max = ffi.new("double[1]")
+local cmp_max_bits = ffi.cast("uint32_t *", cmp_max)
 local cmp_far = ffi.new("int64_t[1]")
 
+-- v as a tensor: itself, or a CPU tensor made from a nested table, number or boolean.
 local function as_tensor(v, fname, argname)
-  if is_tensor(v) then return check_tensor(v, fname, argname) end
+  if is_tensor(v) then
+    check_tensor(v, fname, argname)
+    return v
+  end
   if type(v) == "table" or type(v) == "number" or type(v) == "boolean" then
     return require("cuscan.data").from_table(v, type(v) == "boolean" and BOOL or F64, CPU, fname)
   end
@@ -397,11 +411,11 @@ end
 local function compare(a, b, rtol, atol, equal_nan, fname)
   a = as_tensor(a, fname, "a")
   b = as_tensor(b, fname, "b")
-  local sa, sb = shape_of(a), shape_of(b)
+  local sa, sb = shape_of(a.h), shape_of(b.h)
   local shape = broadcast_shape(sa, sb, fname)
   local va, vb = expand(a, sa, shape, fname), expand(b, sb, shape, fname)
-  core.call(fname, C.cs_compare, va, vb, rtol, atol, equal_nan and 1 or 0, cmp_max, cmp_far)
-  return cmp_max[0], tonumber(cmp_far[0])
+  core.call(fname, C.cs_compare, va.h, vb.h, rtol, atol, equal_nan and 1 or 0, cmp_max, cmp_far)
+  return core.read_f64(cmp_max_bits, 0), tonumber(cmp_far[0])
 end
 ops.compare = compare
 
@@ -438,4 +452,5 @@ function ops.max_abs_diff(a, b)
   return m
 end
 
+registry["cuscan.ops"] = ops
 return ops

@@ -1,6 +1,8 @@
 -- cuscan.scan: cumulative sums and products along any dim, with reverse, exclusive, mask, out and
 -- an accumulation dtype. Every argument is checked here before C is called, so that a misuse is
 -- an error that names the argument, and nothing the caller holds is written on an error.
+local registry = debug.getregistry()
+if registry["cuscan.scan"] then return registry["cuscan.scan"] end
 local core = require("cuscan.core")
 core.own_file()
 
@@ -45,11 +47,14 @@ end
 local function shape_text(t) return core.shape_str(core.shape_of(t)) end
 
 local function scan(op, x, dim, opts, fname)
-  x = check_tensor(x, fname, "x")
-  local nd = C.cs_tensor_ndim(x)
+  local xh = check_tensor(x, fname, "x")
+  local nd = C.cs_tensor_ndim(xh)
+  if nd == 0 and dim ~= 1 and dim ~= -1 and core.is_int(dim) then
+    raise(format("%s: dim: %d is out of range for a 0-d tensor (expected 1 or -1)", fname, dim))
+  end
   local cdim = core.norm_dim(dim, nd == 0 and 1 or nd, fname)
-  local dtype = tonumber(C.cs_tensor_dtype(x))
-  local dev = tonumber(C.cs_tensor_device(x))
+  local dtype = tonumber(C.cs_tensor_dtype(xh))
+  local dev = tonumber(C.cs_tensor_device(xh))
   local flags, mask, out, odtype = 0, nil, nil, nil
   if opts ~= nil then
     core.check_opts(opts, SCAN_OPTS, fname)
@@ -67,60 +72,63 @@ local function scan(op, x, dim, opts, fname)
     raise(format("%s: dtype: a %s input cannot accumulate into %s (supported: %s)", fname, DTYPE_NAME[dtype],
                  DTYPE_NAME[odtype], pair_list(op, dtype)))
   end
+  local mh, oh = nil, nil
   if mask ~= nil then
     if not is_tensor(mask) then
       raise(format("%s: mask: expected a bool tensor, got %s", fname, describe(mask)))
     end
-    check_tensor(mask, fname, "mask")
-    local mdt = tonumber(C.cs_tensor_dtype(mask))
+    mh = check_tensor(mask, fname, "mask")
+    local mdt = tonumber(C.cs_tensor_dtype(mh))
     if mdt ~= BOOL then
       raise(format("%s: mask: expected a bool tensor, got %s (make one with a comparison such as x:gt(0))",
                    fname, DTYPE_NAME[mdt]))
     end
-    local mdev = tonumber(C.cs_tensor_device(mask))
+    local mdev = tonumber(C.cs_tensor_device(mh))
     if mdev ~= dev then
       raise(format("%s: mask: expected a tensor on x's device (%s), got one on %s", fname, DEVICE_NAME[dev], DEVICE_NAME[mdev]))
     end
-    if not same_shape(mask, x) then
-      raise(format("%s: mask: expected x's shape %s, got %s", fname, shape_text(x), shape_text(mask)))
+    if not same_shape(mh, xh) then
+      raise(format("%s: mask: expected x's shape %s, got %s", fname, shape_text(xh), shape_text(mh)))
     end
   end
   if out ~= nil then
     if not is_tensor(out) then
       raise(format("%s: out: expected a tensor, got %s", fname, describe(out)))
     end
-    check_tensor(out, fname, "out")
-    local odev = tonumber(C.cs_tensor_device(out))
+    oh = check_tensor(out, fname, "out")
+    local odev = tonumber(C.cs_tensor_device(oh))
     if odev ~= dev then
       raise(format("%s: out: expected a tensor on x's device (%s), got one on %s", fname, DEVICE_NAME[dev], DEVICE_NAME[odev]))
     end
-    if not same_shape(out, x) then
-      raise(format("%s: out: expected x's shape %s, got %s", fname, shape_text(x), shape_text(out)))
+    if not same_shape(oh, xh) then
+      raise(format("%s: out: expected x's shape %s, got %s", fname, shape_text(xh), shape_text(oh)))
     end
-    local have = tonumber(C.cs_tensor_dtype(out))
+    local have = tonumber(C.cs_tensor_dtype(oh))
     if have ~= odtype then
       raise(format("%s: out: expected dtype %s (the output dtype), got %s%s", fname, DTYPE_NAME[odtype], DTYPE_NAME[have],
                    PAIRS[op][dtype] and PAIRS[op][dtype][have] and format("; pass dtype = \"%s\" to accumulate in it", DTYPE_NAME[have]) or ""))
     end
-    if C.cs_tensor_overlap(out, x) == 2 then
+    if C.cs_tensor_overlap(oh, xh) == 2 then
       raise(format("%s: out: overlaps x partially (only out = x itself, for an in-place scan, is allowed)", fname))
     end
-    if mask ~= nil and C.cs_tensor_overlap(out, mask) ~= 0 then
+    if mh ~= nil and C.cs_tensor_overlap(oh, mh) ~= 0 then
       raise(format("%s: out: must not overlap mask", fname))
     end
   else
-    out = core.empty_like(x, odtype, dev, fname)
+    out = core.empty_like(xh, odtype, dev, fname)
+    oh = out.h
   end
   if nd == 0 then
-    local cx, cm, co = as_line(x, fname), mask and as_line(mask, fname), as_line(out, fname)
-    core.call(fname, C.cs_scan, co, cx, 0, op, flags, cm)
+    local cx, co = as_line(xh, fname), as_line(oh, fname)
+    local cm = mh and as_line(mh, fname)
+    core.call(fname, C.cs_scan, co.h, cx.h, 0, op, flags, cm and cm.h or nil)
     return out
   end
-  local st = C.cs_scan(out, x, cdim, op, flags, mask)
+  local st = C.cs_scan(oh, xh, cdim, op, flags, mh)
   if st ~= 0 then
     if st == S_OOM then
       core.collect()
-      st = C.cs_scan(out, x, cdim, op, flags, mask)
+      st = C.cs_scan(oh, xh, cdim, op, flags, mh)
     end
     if st ~= 0 then core.fail(fname) end
   end
@@ -163,4 +171,5 @@ function M.masked_cumsum(x, mask, dim, opts)
 end
 
 S.scan = scan
+registry["cuscan.scan"] = S
 return S

@@ -1,8 +1,9 @@
--- cuscan.tensor: the metatype of cs_tensor handles. Methods come from the parts of the module
--- (views, data, scan, ops); x.dtype and x.device are read-only fields; the arithmetic operators and
--- tostring are metamethods. Every handle the module creates is tied to the garbage collector with
--- ffi.gc(handle, cs_tensor_free) (see cuscan.core).
-local ffi = require("ffi")
+-- cuscan.tensor: the metatable of tensors (core.tensor_mt; a tensor is { h = handle }, see
+-- cuscan.core). Methods come from the parts of the module (views, data, scan, ops); x.dtype and
+-- x.device are read-only fields; the arithmetic operators and tostring are metamethods. Every
+-- handle the module creates is tied to the garbage collector with ffi.gc(handle, cs_tensor_free).
+local registry = debug.getregistry()
+if registry["cuscan.tensor"] then return registry["cuscan.tensor"] end
 local core = require("cuscan.core")
 core.own_file()
 require("cuscan.views")
@@ -19,21 +20,19 @@ local DTYPE_NAME, DEVICE_NAME = core.DTYPE_NAME, core.DEVICE_NAME
 M.totable = data.totable
 M.item = data.item
 
-local mt = {
-  __index = function(x, k)
-    local m = M[k]
-    if m ~= nil then return m end
-    if k == "dtype" then return DTYPE_NAME[tonumber(C.cs_tensor_dtype(x))] end
-    if k == "device" then return DEVICE_NAME[tonumber(C.cs_tensor_device(x))] end
-    return nil
-  end,
-  __newindex = function(_, k)
-    core.raise(string.format("tensor: cannot set field %s (tensors have no writable fields)", core.describe(k)))
-  end,
-  __tostring = fmt.tostring,
-}
+local mt = core.tensor_mt
+mt.__index = function(x, k)
+  local m = M[k]
+  if m ~= nil then return m end
+  if k == "dtype" then return DTYPE_NAME[tonumber(C.cs_tensor_dtype(x.h))] end
+  if k == "device" then return DEVICE_NAME[tonumber(C.cs_tensor_device(x.h))] end
+  return nil
+end
+mt.__newindex = function(_, k)
+  core.raise(string.format("tensor: cannot set field %s (tensors have no writable fields)", core.describe(k)))
+end
+mt.__tostring = fmt.tostring
 for k, v in pairs(ops.meta) do mt[k] = v end
 
-ffi.metatype("cs_tensor", mt)
-
+registry["cuscan.tensor"] = M
 return M

@@ -1,5 +1,7 @@
 -- cuscan.views: queries, views that share storage (transpose, narrow, select, reshape) and copies
 -- (contiguous, clone, to, cpu, cuda).
+local registry = debug.getregistry()
+if registry["cuscan.views"] then return registry["cuscan.views"] end
 local core = require("cuscan.core")
 core.own_file()
 
@@ -16,68 +18,68 @@ local M = core.methods
 -- Queries
 ---------------------------------------------------------------------------------------------------
 function M.shape(x)
-  x = check_tensor(x, "shape", "x")
-  return core.shape_of(x)
+  local xh = check_tensor(x, "shape", "x")
+  return core.shape_of(xh)
 end
 
 function M.size(x, d)
-  x = check_tensor(x, "size", "x")
-  if d == nil then return core.shape_of(x) end
-  local nd = C.cs_tensor_ndim(x)
-  return tonumber(C.cs_tensor_size(x, norm_dim(d, nd, "size")))
+  local xh = check_tensor(x, "size", "x")
+  if d == nil then return core.shape_of(xh) end
+  local nd = C.cs_tensor_ndim(xh)
+  return tonumber(C.cs_tensor_size(xh, norm_dim(d, nd, "size")))
 end
 
 function M.stride(x, d)
-  x = check_tensor(x, "stride", "x")
-  if d == nil then return core.strides_of(x) end
-  local nd = C.cs_tensor_ndim(x)
-  return tonumber(C.cs_tensor_stride(x, norm_dim(d, nd, "stride")))
+  local xh = check_tensor(x, "stride", "x")
+  if d == nil then return core.strides_of(xh) end
+  local nd = C.cs_tensor_ndim(xh)
+  return tonumber(C.cs_tensor_stride(xh, norm_dim(d, nd, "stride")))
 end
 
 function M.dim(x)
-  x = check_tensor(x, "dim", "x")
-  return C.cs_tensor_ndim(x)
+  local xh = check_tensor(x, "dim", "x")
+  return C.cs_tensor_ndim(xh)
 end
 
 function M.numel(x)
-  x = check_tensor(x, "numel", "x")
-  return tonumber(C.cs_tensor_numel(x))
+  local xh = check_tensor(x, "numel", "x")
+  return tonumber(C.cs_tensor_numel(xh))
 end
 
 function M.is_contiguous(x)
-  x = check_tensor(x, "is_contiguous", "x")
-  return C.cs_tensor_is_contiguous(x) ~= 0
+  local xh = check_tensor(x, "is_contiguous", "x")
+  return C.cs_tensor_is_contiguous(xh) ~= 0
 end
 
 ---------------------------------------------------------------------------------------------------
 -- Views
 ---------------------------------------------------------------------------------------------------
-local function load_layout(x)
-  local nd = C.cs_tensor_ndim(x)
+local function load_layout(xh)
+  local nd = C.cs_tensor_ndim(xh)
   for d = 0, nd - 1 do
-    SH[d] = C.cs_tensor_size(x, d)
-    ST[d] = C.cs_tensor_stride(x, d)
+    SH[d] = C.cs_tensor_size(xh, d)
+    ST[d] = C.cs_tensor_stride(xh, d)
   end
   return nd
 end
 
 function M.transpose(x, d1, d2)
-  x = check_tensor(x, "transpose", "x")
-  local nd = C.cs_tensor_ndim(x)
+  local xh = check_tensor(x, "transpose", "x")
+  local nd = C.cs_tensor_ndim(xh)
   local a = norm_dim(d1, nd, "transpose", "d1")
   local b = norm_dim(d2, nd, "transpose", "d2")
-  load_layout(x)
+  load_layout(xh)
   SH[a], SH[b] = SH[b], SH[a]
   ST[a], ST[b] = ST[b], ST[a]
-  return core.view_from_sh(x, nd, C.cs_tensor_offset(x), "transpose")
+  return core.view_from_sh(xh, nd, C.cs_tensor_offset(xh), "transpose")
 end
 
 -- x:narrow(d, start, length): elements start .. start+length-1 (1-based) of dim d.
 function M.narrow(x, d, start, length)
-  x = check_tensor(x, "narrow", "x")
-  local nd = C.cs_tensor_ndim(x)
+  local xh = check_tensor(x, "narrow", "x")
+  local nd = C.cs_tensor_ndim(xh)
   local k = norm_dim(d, nd, "narrow")
-  local size = tonumber(C.cs_tensor_size(x, k))
+  local size = tonumber(C.cs_tensor_size(xh, k))
   if not is_int(start) then
     raise(format("narrow: start: expected an integer, got %s", describe(start)))
   end
@@ -92,34 +94,34 @@ function M.narrow(x, d, start, length)
   if s + length - 1 > size then
     raise(format("narrow: length: %d elements from %d run past the end of dim %d (size %d)", length, s, k + 1, size))
   end
-  load_layout(x)
+  load_layout(xh)
   SH[k] = length
-  local offset = C.cs_tensor_offset(x) + (s - 1) * ST[k]
-  if length == 0 then offset = C.cs_tensor_offset(x) end
-  return core.view_from_sh(x, nd, offset, "narrow")
+  local offset = C.cs_tensor_offset(xh) + (s - 1) * ST[k]
+  if length == 0 then offset = C.cs_tensor_offset(xh) end
+  return core.view_from_sh(xh, nd, offset, "narrow")
 end
 
 -- x:select(d, i): the slice at index i (1-based, negative from the end) of dim d, without that dim.
 function M.select(x, d, i)
-  x = check_tensor(x, "select", "x")
-  local nd = C.cs_tensor_ndim(x)
+  local xh = check_tensor(x, "select", "x")
+  local nd = C.cs_tensor_ndim(xh)
   local k = norm_dim(d, nd, "select")
-  local size = tonumber(C.cs_tensor_size(x, k))
+  local size = tonumber(C.cs_tensor_size(xh, k))
   if not is_int(i) then raise(format("select: index: expected an integer, got %s", describe(i))) end
   local j = i < 0 and size + i + 1 or i
   if j < 1 or j > size then
     raise(format("select: index: %d is out of range for dim %d of size %d", i, k + 1, size))
   end
-  local offset = C.cs_tensor_offset(x) + (j - 1) * C.cs_tensor_stride(x, k)
+  local offset = C.cs_tensor_offset(xh) + (j - 1) * C.cs_tensor_stride(xh, k)
   local n = 0
   for e = 0, nd - 1 do
     if e ~= k then
-      SH[n] = C.cs_tensor_size(x, e)
-      ST[n] = C.cs_tensor_stride(x, e)
+      SH[n] = C.cs_tensor_size(xh, e)
+      ST[n] = C.cs_tensor_stride(xh, e)
       n = n + 1
     end
   end
-  return core.view_from_sh(x, nd - 1, offset, "select")
+  return core.view_from_sh(xh, nd - 1, offset, "select")
 end
 
 -- Strides that let x (shape, strides) be seen with new_shape without copying, or nil
@@ -157,11 +159,11 @@ end
 
 -- x:reshape(shape): a view when x's strides allow one, else a contiguous copy. One size may be -1.
 function M.reshape(x, shape)
-  x = check_tensor(x, "reshape", "x")
+  local xh = check_tensor(x, "reshape", "x")
   if type(shape) ~= "table" then
     raise(format("reshape: shape: expected a table of sizes such as {2, 3}, got %s", describe(shape)))
   end
-  local numel = core.numel_of(x)
+  local numel = core.numel_of(xh)
   local new, infer_at, known = {}, nil, 1
   for i = 1, #shape do
     local v = shape[i]
@@ -188,33 +190,33 @@ function M.reshape(x, shape)
   core.parse_shape(new, "reshape")   -- dims, overflow
   if known ~= numel then
     raise(format("reshape: shape: {%s} holds %d elements, x has %d (shape %s)", table.concat(shape, ", "),
-                 known, numel, core.shape_str(core.shape_of(x))))
+                 known, numel, core.shape_str(core.shape_of(xh))))
   end
-  local strides = view_strides(core.shape_of(x), core.strides_of(x), new, numel)
+  local strides = view_strides(core.shape_of(xh), core.strides_of(xh), new, numel)
   if strides then
-    return core.view(x, new, strides, tonumber(C.cs_tensor_offset(x)), "reshape")
+    return core.view(xh, new, strides, tonumber(C.cs_tensor_offset(xh)), "reshape")
   end
   local c = M.contiguous(x)
   local packed, s = {}, 1
   for i = #new, 1, -1 do packed[i] = s; s = s * new[i] end
-  return core.view(c, new, packed, tonumber(C.cs_tensor_offset(c)), "reshape")
+  return core.view(c.h, new, packed, tonumber(C.cs_tensor_offset(c.h)), "reshape")
 end
 
 ---------------------------------------------------------------------------------------------------
 -- Copies
 ---------------------------------------------------------------------------------------------------
 function M.contiguous(x)
-  x = check_tensor(x, "contiguous", "x")
-  if C.cs_tensor_is_contiguous(x) ~= 0 then return x end
-  local h = core.empty(core.shape_of(x), tonumber(C.cs_tensor_dtype(x)), tonumber(C.cs_tensor_device(x)), "contiguous")
-  core.call("contiguous", C.cs_copy, h, x)
+  local xh = check_tensor(x, "contiguous", "x")
+  if C.cs_tensor_is_contiguous(xh) ~= 0 then return x end
+  local h = core.empty(core.shape_of(xh), tonumber(C.cs_tensor_dtype(xh)), tonumber(C.cs_tensor_device(xh)), "contiguous")
+  core.call("contiguous", C.cs_copy, h.h, xh)
   return h
 end
 
 function M.clone(x)
-  x = check_tensor(x, "clone", "x")
-  local h = core.empty_like(x, tonumber(C.cs_tensor_dtype(x)), tonumber(C.cs_tensor_device(x)), "clone")
-  core.call("clone", C.cs_copy, h, x)
+  local xh = check_tensor(x, "clone", "x")
+  local h = core.empty_like(xh, tonumber(C.cs_tensor_dtype(xh)), tonumber(C.cs_tensor_device(xh)), "clone")
+  core.call("clone", C.cs_copy, h.h, xh)
   return h
 end
 
@@ -222,9 +224,9 @@ local TO_OPTS = { device = true, dtype = true }
 
 -- x:to(device), x:to(dtype) or x:to{device=, dtype=}: x itself when nothing changes, else a copy.
 function M.to(x, what)
-  x = check_tensor(x, "to", "x")
-  local dtype = tonumber(C.cs_tensor_dtype(x))
-  local dev = tonumber(C.cs_tensor_device(x))
+  local xh = check_tensor(x, "to", "x")
+  local dtype = tonumber(C.cs_tensor_dtype(xh))
+  local dev = tonumber(C.cs_tensor_device(xh))
   local new_dtype, new_dev = dtype, dev
   if type(what) == "string" then
     if core.DTYPE[what] then new_dtype = core.DTYPE[what]
@@ -237,25 +239,25 @@ function M.to(x, what)
     raise(format("to: expected a device name, a dtype name or {device=, dtype=}, got %s", describe(what)))
   end
   if new_dtype == dtype and new_dev == dev then return x end
-  local h = core.empty_like(x, new_dtype, new_dev, "to")
-  core.call("to", C.cs_copy, h, x)
+  local h = core.empty_like(xh, new_dtype, new_dev, "to")
+  core.call("to", C.cs_copy, h.h, xh)
   return h
 end
 
 function M.cpu(x)
-  x = check_tensor(x, "cpu", "x")
-  if tonumber(C.cs_tensor_device(x)) == CPU then return x end
-  local h = core.empty_like(x, tonumber(C.cs_tensor_dtype(x)), CPU, "cpu")
-  core.call("cpu", C.cs_copy, h, x)
+  local xh = check_tensor(x, "cpu", "x")
+  if tonumber(C.cs_tensor_device(xh)) == CPU then return x end
+  local h = core.empty_like(xh, tonumber(C.cs_tensor_dtype(xh)), CPU, "cpu")
+  core.call("cpu", C.cs_copy, h.h, xh)
   return h
 end
 
 function M.cuda(x)
-  x = check_tensor(x, "cuda", "x")
-  if tonumber(C.cs_tensor_device(x)) == CUDA then return x end
+  local xh = check_tensor(x, "cuda", "x")
+  if tonumber(C.cs_tensor_device(xh)) == CUDA then return x end
   core.parse_device("cuda", "cuda")
-  local h = core.empty_like(x, tonumber(C.cs_tensor_dtype(x)), CUDA, "cuda")
-  core.call("cuda", C.cs_copy, h, x)
+  local h = core.empty_like(xh, tonumber(C.cs_tensor_dtype(xh)), CUDA, "cuda")
+  core.call("cuda", C.cs_copy, h.h, xh)
   return h
 end
 
@@ -264,14 +266,15 @@ function M.free(x)
   if not core.is_tensor(x) then
     raise(format("free: x: expected a tensor, got %s", describe(x)))
   end
-  if C.cs_tensor_release(x) ~= 0 then core.fail("free") end
+  if C.cs_tensor_release(x.h) ~= 0 then core.fail("free") end
 end
 
 function M.is_freed(x)
   if not core.is_tensor(x) then
     raise(format("is_freed: x: expected a tensor, got %s", describe(x)))
   end
-  return C.cs_tensor_is_released(x) ~= 0
+  return C.cs_tensor_is_released(x.h) ~= 0
 end
 
+registry["cuscan.views"] = M
 return M
