@@ -409,3 +409,23 @@ H.each_device("allclose and max_abs_diff", function(dev, it)
     assert.equal(0, cs.max_abs_diff(a:cpu(), a))
   end)
 end)
+
+describe("operators in compiled code", function()
+  it("stay tensor operations in hot loops (in a child process, in case the VM breaks)", function()
+    -- LuaJIT's trace recorder turns `cdata pointer + number` into pointer arithmetic; tensors must
+    -- reach their metamethods however hot the loop gets
+    local out, status = H.run_lua([[
+      local cs = require("cuscan")
+      local x = cs.tensor({ 1, 2, 3 }, { device = "cpu" })
+      local bad = 0
+      for i = 1, 3000 do
+        for _, y in ipairs({ x + 1.5, x - 2.5, 1.25 + x, 2 * x, x / 4, -x, x + x }) do
+          if not cs.is_tensor(y) or y:numel() ~= 3 then bad = bad + 1 end
+        end
+      end
+      io.write("bad ", bad, " last ", (x + 1.5):totable()[3])
+    ]])
+    assert.equal(0, status, out)
+    assert.equal("bad 0 last 4.5", out)
+  end)
+end)
