@@ -9,6 +9,9 @@
 #   make sanitize   the specs under compute-sanitizer memcheck and racecheck (GPU host)
 
 PREFIX    ?= /usr/local
+LUADIR    ?= $(PREFIX)/share/lua/5.1
+LIBDIR    ?= $(PREFIX)/lib
+BINDIR    ?= $(PREFIX)/bin
 BUILD     ?= build
 CC        ?= cc
 CUDA_HOME ?= $(firstword $(wildcard /usr/local/cuda) $(patsubst %/bin/nvcc,%,$(shell command -v nvcc 2>/dev/null)))
@@ -22,19 +25,21 @@ CUDA_ARCH ?= 80 90
 PTX_ARCH  ?= $(lastword $(CUDA_ARCH))
 JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
 
+comma    := ,
+# CFLAGS / NVFLAGS / LDFLAGS are the user's (optimisation, sanitizers); the rest is always added
 CFLAGS   ?= -O3
-CFLAGS   += -std=c11 -D_GNU_SOURCE -fPIC -Wall -Wextra -Werror -fopenmp -Isrc -DCS_WITH_CUDA=$(CUDA)
-LDLIBS    = -fopenmp -lm -lpthread
 NVFLAGS  ?= -O3
-NVFLAGS  += -std=c++17 -Xcompiler -fPIC,-Wall,-Wextra -Werror all-warnings -Isrc -DCS_WITH_CUDA=1 \
+C_ALL     = $(CFLAGS) -std=c11 -D_GNU_SOURCE -fPIC -Wall -Wextra -Werror -fopenmp -Isrc -DCS_WITH_CUDA=$(CUDA)
+NV_ALL    = $(NVFLAGS) -std=c++17 -Xcompiler -fPIC,-Wall,-Wextra -Werror all-warnings -Isrc -DCS_WITH_CUDA=1 \
             $(foreach a,$(CUDA_ARCH),-gencode arch=compute_$(a),code=sm_$(a)) \
-            -gencode arch=compute_$(PTX_ARCH),code=compute_$(PTX_ARCH)
+            $(if $(PTX_ARCH),-gencode arch=compute_$(PTX_ARCH)$(comma)code=compute_$(PTX_ARCH))
+LDLIBS    = -fopenmp -lm -lpthread
 
 C_SRC  = $(filter-out src/cuda_stub.c,$(wildcard src/*.c))
 CU_SRC = $(wildcard kernels/*.cu)
 ifeq ($(CUDA),1)
 OBJS    = $(C_SRC:src/%.c=$(BUILD)/obj/%.o) $(CU_SRC:kernels/%.cu=$(BUILD)/obj/kernels/%.o)
-CFLAGS += -I$(CUDA_HOME)/include
+C_ALL  += -I$(CUDA_HOME)/include
 LDLIBS += -L$(CUDA_HOME)/lib64 -lcudart_static -lrt -ldl -lstdc++
 else
 OBJS    = $(C_SRC:src/%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/cuda_stub.o
@@ -53,16 +58,17 @@ else
 endif
 
 $(BUILD)/obj/%.o: src/%.c src/cuscan.h src/internal.h src/scalar.h | $(BUILD)/obj
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(C_ALL) -c $< -o $@
 
 $(BUILD)/obj/kernels/%.o: kernels/%.cu $(wildcard kernels/*.cuh) src/cuscan.h src/internal.h src/scalar.h | $(BUILD)/obj/kernels
-	$(NVCC) $(NVFLAGS) -c $< -o $@
+	$(NVCC) $(NV_ALL) -c $< -o $@
 
 $(BUILD)/obj $(BUILD)/obj/kernels:
 	@mkdir -p $@
 
+# -z nodelete: LuaJIT unloads the library at exit while OpenMP's threads may still be running
 $(LIB): $(OBJS)
-	$(CC) -shared -o $@ $^ $(LDLIBS) -Wl,-z,defs
+	$(CC) $(CFLAGS) $(LDFLAGS) -shared -o $@ $^ $(LDLIBS) -Wl,-z,defs -Wl,-z,nodelete
 
 # the header as LuaJIT's ffi.cdef reads it: no preprocessor lines, no C++ guards
 $(CDEF): src/cuscan.h | $(BUILD)/obj
@@ -96,28 +102,29 @@ demo: all tools
 bench: all tools
 	@$(LUA_ENV) luajit bench/bench.lua $(if $(CSV),--csv $(CSV))
 
+# GB/s against size for each op with the copy line: bench/sweep.png (gnuplot), else bench/sweep.csv
 bench-plot: all tools
-	@$(LUA_ENV) luajit bench/plot.lua
+	@bin/cuscan examples/bench_sweep.lua --out bench/sweep
 
 repl: all tools
 	@bin/cuscan
 
 install: all
-	install -d $(DESTDIR)$(PREFIX)/lib/cuscan $(DESTDIR)$(PREFIX)/share/lua/5.1/cuscan $(DESTDIR)$(PREFIX)/bin
-	install -m 755 $(LIB) $(DESTDIR)$(PREFIX)/lib/cuscan/libcuscan.so
-	install -m 644 $(CDEF) $(DESTDIR)$(PREFIX)/lib/cuscan/cuscan.cdef
-	install -m 644 lua/cuscan/*.lua $(DESTDIR)$(PREFIX)/share/lua/5.1/cuscan/
-	sed -e 's|^CUSCAN_INSTALLED_PREFIX=.*|CUSCAN_INSTALLED_PREFIX="$(PREFIX)"|' bin/cuscan > $(DESTDIR)$(PREFIX)/bin/cuscan
-	chmod 755 $(DESTDIR)$(PREFIX)/bin/cuscan
+	install -d $(DESTDIR)$(LIBDIR)/cuscan $(DESTDIR)$(LUADIR)/cuscan $(DESTDIR)$(BINDIR)
+	install -m 755 $(LIB) $(DESTDIR)$(LIBDIR)/cuscan/libcuscan.so
+	install -m 644 $(CDEF) $(DESTDIR)$(LIBDIR)/cuscan/cuscan.cdef
+	install -m 644 lua/cuscan/*.lua $(DESTDIR)$(LUADIR)/cuscan/
+	sed -e 's|^CUSCAN_INSTALLED_PREFIX=.*|CUSCAN_INSTALLED_PREFIX="$(PREFIX)"|' bin/cuscan > $(DESTDIR)$(BINDIR)/cuscan
+	chmod 755 $(DESTDIR)$(BINDIR)/cuscan
 
 uninstall:
-	rm -rf $(DESTDIR)$(PREFIX)/lib/cuscan $(DESTDIR)$(PREFIX)/share/lua/5.1/cuscan $(DESTDIR)$(PREFIX)/bin/cuscan
+	rm -rf $(DESTDIR)$(LIBDIR)/cuscan $(DESTDIR)$(LUADIR)/cuscan $(DESTDIR)$(BINDIR)/cuscan
 
 asan: tools
 	$(MAKE) --no-print-directory BUILD=build/asan CUDA=0 CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" all
 	@$(LUA_ENV) CUSCAN_LIB=$(CURDIR)/build/asan/libcuscan.so CUSCAN_DEVICE=cpu \
 	  LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" \
-	  ASAN_OPTIONS=detect_leaks=0 $(MAKE) --no-print-directory run-specs
+	  ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 $(MAKE) --no-print-directory run-specs
 
 sanitize: all tools
 	@for tool in memcheck racecheck; do \

@@ -26,3 +26,15 @@ extern "C" cs_status cs_cuda_scan(const cs_scan_plan *p)
     if (in == CS_BOOL && out == CS_INT64) return launch_scan<uint8_t, int64_t>(p);
     return cs_fail(CS_ERR_UNSUPPORTED, "scan of %s into %s is not supported", cs_dtype_name(in), cs_dtype_name(out));
 }
+
+namespace {
+__global__ void write_to_invalid_address(int *p) { p[threadIdx.x] = 1; }
+}  // namespace
+
+extern "C" cs_status cs_debug_inject_fault(void)
+{
+    cs_status st = cs_cuda_ready();
+    if (st) return st;
+    write_to_invalid_address<<<1, 32, 0, (cudaStream_t)cs_cuda_stream_handle()>>>(reinterpret_cast<int *>(16));
+    return cs_cuda_check(cudaGetLastError(), "fault injection");
+}

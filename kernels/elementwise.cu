@@ -6,28 +6,16 @@
 #include <cuda_runtime.h>
 #include "internal.h"
 #include "scalar.h"
+#include "scan_common.cuh"
 
 namespace {
 
 constexpr int kThreads = 256;
 constexpr int kRun = 4;  // consecutive elements per thread
 
-struct Walker {
-    int ndim;
-    int64_t shape[CS_MAX_DIMS];
-    int64_t stride[3][CS_MAX_DIMS];
-};
-
-Walker walker_of(const cs_iter &it)
-{
-    Walker w;
-    w.ndim = it.ndim;
-    for (int d = 0; d < CS_MAX_DIMS; d++) {
-        w.shape[d] = d < it.ndim ? it.shape[d] : 1;
-        for (int o = 0; o < 3; o++) w.stride[o][d] = d < it.ndim ? it.strides[o][d] : 0;
-    }
-    return w;
-}
+// The same offset walker the scan kernels use for their outer dims.
+using Walker = cuscan::LineOffsets;
+Walker walker_of(const cs_iter &it) { return cuscan::line_offsets_of(it); }
 
 // Offsets of linear index i, plus the multi-index so the next element is one increment away.
 struct Cursor {
@@ -256,7 +244,7 @@ __global__ void __launch_bounds__(kThreads) compare_kernel(const CompareArgs a)
             if (x == y) continue;
             double d = fabs(x - y);
             worst = d > worst ? d : worst;
-            if (!(d <= a.atol + a.rtol * fabs(y))) far++;
+            if (isinf(x) || isinf(y) || !(d <= a.atol + a.rtol * fabs(y))) far++;  // inf: close only to itself
         }
     }
     double bw = Max(tmp.m).Reduce(worst, [](double u, double v) { return u > v ? u : v; });

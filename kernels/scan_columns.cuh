@@ -29,30 +29,34 @@ struct ColumnsArgs {
     LineOffsets outer;
     int warps_across;            // WC
     int rows_per_warp;           // <= kColMaxRows
-    int64_t col_blocks;          // ceil(inner / (32*WC))
+    int64_t col_blocks;          // ceil(inner / (32*WC*CV))
     int64_t chunks;              // ceil(len / R)
     int exclusive;
     int use_lookback;
 };
 
-template <int OP, typename InT, typename AccT, bool REVERSE, bool MASKED>
+// CV: neighbouring columns per lane (2 for 4-byte inputs when aligned), so a warp's row is 256
+// bytes rather than 128.
+template <int OP, typename InT, typename AccT, bool REVERSE, bool MASKED, int CV>
 struct ColumnUnitScan {
     using Op = ScanOp<OP, AccT>;
 
     struct Regs {
-        InT v[kColMaxRows];   // rows of this thread's column, masked-out ones already the identity
+        Vec<InT, CV> v[kColMaxRows];   // rows of this thread's columns, masked-out ones the identity
     };
 
     struct Shared {
-        AccT total[kColWarps][kColThreads];
+        AccT total[kColWarps][kColThreads * CV];
         int distance;
     };
 
     // Where this thread's part of a unit lies.
     struct Place {
         int64_t chunk, first, xoff, moff, ooff;
-        int nrows, c, wr;
+        int nrows, c, wr;   // c: first column of this thread within the unit
     };
+
+    __device__ __forceinline__ static int unit_width(const ColumnsArgs &a) { return 32 * a.warps_across * CV; }
 
     __device__ __forceinline__ static Place place(const ColumnsArgs &a, int64_t unit)
     {
@@ -66,8 +70,8 @@ struct ColumnUnitScan {
         int64_t ox, om, oo;
         a.outer.at(rest - pl.chunk * a.nouter, ox, om, oo);
         pl.wr = warp / a.warps_across;
-        pl.c = wc * 32 + lane;
-        const int64_t col = cb * 32 * a.warps_across + pl.c;
+        pl.c = (wc * 32 + lane) * CV;
+        const int64_t col = cb * unit_width(a) + pl.c;
         const int64_t row0 = pl.chunk * (int64_t)warps_down * a.rows_per_warp + (int64_t)pl.wr * a.rows_per_warp;
         pl.nrows = col < a.inner ? (int)min((int64_t)a.rows_per_warp, max(a.len - row0, (int64_t)0)) : 0;
         pl.first = REVERSE ? a.len - 1 - row0 : row0;
@@ -77,58 +81,118 @@ struct ColumnUnitScan {
         return pl;
     }
 
-    // One moving pointer per operand, so the loads need no address registers. A masked-out element
-    // becomes the identity as it arrives (a select: a NaN under a false mask never reaches the sums).
+    // One moving pointer per operand, so the loads need no address registers. Unmasked, each row
+    // is loaded under its own guard. Masked, every row is loaded unconditionally (rows past the end
+    // read the line's first element again) and a select puts the identity where a row does not
+    // exist or its mask is false (so a NaN under a false mask never reaches the sums): guarded byte
+    // loads of the mask had serialised behind branches (bench/NOTES.md, v4 and v5).
     __device__ __forceinline__ static void load(const ColumnsArgs &a, int64_t unit, Regs &r)
     {
         const Place pl = place(a, unit);
         const InT in_identity = OP == CS_SCAN_SUM ? InT(0) : InT(1);
-        const InT *px = static_cast<const InT *>(a.x) + pl.xoff;
-        const unsigned char *pm = a.mask + pl.moff;
         const int64_t step_x = REVERSE ? -a.sx : a.sx, step_m = REVERSE ? -a.sm : a.sm;
+        if constexpr (!MASKED) {
+            const InT *px = static_cast<const InT *>(a.x) + pl.xoff;
 #pragma unroll
-        for (int i = 0; i < kColMaxRows; i++) {
-            const bool ok = i < pl.nrows;
-            const InT xv = ok ? *px : in_identity;
-            if constexpr (MASKED) r.v[i] = (ok && *pm != 0) ? xv : in_identity;
-            else r.v[i] = xv;
-            px += step_x;
-            if constexpr (MASKED) pm += step_m;
+            for (int i = 0; i < kColMaxRows; i++) {
+                if (i < pl.nrows) {
+                    r.v[i] = load_vec<InT, CV>(px);
+                } else {
+#pragma unroll
+                    for (int j = 0; j < CV; j++) r.v[i].v[j] = in_identity;
+                }
+                px += step_x;
+            }
+        } else {
+            const InT *x0 = pl.nrows > 0 ? static_cast<const InT *>(a.x) + pl.xoff : static_cast<const InT *>(a.x);
+            const unsigned char *m0 = pl.nrows > 0 ? a.mask + pl.moff : a.mask;
+            const InT *px = x0;
+            const unsigned char *pm = m0;
+#pragma unroll
+            for (int i = 0; i < kColMaxRows; i++) {
+                const bool ok = i < pl.nrows;
+                const Vec<InT, CV> xv = load_vec<InT, CV>(ok ? px : x0);
+                const Vec<unsigned char, CV> mv = load_vec<unsigned char, CV>(ok ? pm : m0);
+#pragma unroll
+                for (int j = 0; j < CV; j++) r.v[i].v[j] = (ok && mv.v[j] != 0) ? xv.v[j] : in_identity;
+                px += step_x;
+                pm += step_m;
+            }
         }
     }
 
+    // The unit above has usually finished long before: read its flag and prefix while this unit's
+    // loads are still in flight, so the look-back costs no extra round trip.
+    struct Above {
+        bool ready;
+        AccT prefix[CV];
+    };
+
+    __device__ __forceinline__ static Above peek_above(const ColumnsArgs &a, const Lookback<AccT> &lb, int64_t unit)
+    {
+        Above ab;
+        ab.ready = false;
+        const int64_t above = a.col_blocks * a.nouter;
+        if (a.use_lookback && unit >= above) {
+            const int c = ((threadIdx.x >> 5) % a.warps_across * 32 + (threadIdx.x & 31)) * CV;
+            if (lb.get_flag(unit - above) == kInclusive) {
+                ab.ready = true;
+#pragma unroll
+                for (int j = 0; j < CV; j++)
+                    ab.prefix[j] = __ldcg(lb.inclusive + (size_t)(unit - above) * unit_width(a) + c + j);
+            }
+        }
+        return ab;
+    }
+
     __device__ __forceinline__ static void scan_and_store(const ColumnsArgs &a, const Lookback<AccT> &lb, int64_t unit,
-                                                          const Regs &r, Shared &sh)
+                                                          const Regs &r, Shared &sh, const Above &ab)
     {
         const Op op;
         const Place pl = place(a, unit);
         const int warps_down = kColWarps / a.warps_across;
-        const int width = 32 * a.warps_across;
+        const int width = unit_width(a);
 
-        AccT total = Op::identity();
+        AccT total[CV];
+#pragma unroll
+        for (int j = 0; j < CV; j++) total[j] = Op::identity();
 #pragma unroll
         for (int i = 0; i < kColMaxRows; i++)
-            if (i < pl.nrows) total = op(total, to_acc<AccT>(r.v[i]));
-        sh.total[pl.wr][pl.c] = total;
-        __syncthreads();
+            if (i < pl.nrows)
+#pragma unroll
+                for (int j = 0; j < CV; j++) total[j] = op(total[j], to_acc<AccT>(r.v[i].v[j]));
+#pragma unroll
+        for (int j = 0; j < CV; j++) sh.total[pl.wr][pl.c + j] = total[j];
+        const bool above_ready = __syncthreads_and(ab.ready);
 
-        AccT warp_prefix = Op::identity(), unit_total = Op::identity();
-        for (int w = 0; w < warps_down; w++) {
-            if (w == pl.wr) warp_prefix = unit_total;
-            unit_total = op(unit_total, sh.total[w][pl.c]);
+        AccT warp_prefix[CV], unit_total[CV], prefix[CV];
+#pragma unroll
+        for (int j = 0; j < CV; j++) {
+            warp_prefix[j] = unit_total[j] = prefix[j] = Op::identity();
+            for (int w = 0; w < warps_down; w++) {
+                if (w == pl.wr) warp_prefix[j] = unit_total[j];
+                unit_total[j] = op(unit_total[j], sh.total[w][pl.c + j]);
+            }
         }
 
-        AccT prefix = Op::identity();
         if (a.use_lookback) {
             const int64_t above = a.col_blocks * a.nouter;  // id distance to the unit above
             const size_t slot = (size_t)unit * width + pl.c;
             if (pl.chunk == 0) {
-                if (pl.wr == 0) lb.inclusive[slot] = op(prefix, unit_total);
-                __threadfence();
-                __syncthreads();
-                if (threadIdx.x == 0) lb.set_flag(unit, kInclusive);
+                if (pl.wr == 0)
+#pragma unroll
+                    for (int j = 0; j < CV; j++) lb.inclusive[slot + j] = op(prefix[j], unit_total[j]);
+            } else if (above_ready) {
+#pragma unroll
+                for (int j = 0; j < CV; j++) prefix[j] = ab.prefix[j];
+                if (pl.wr == 0)
+#pragma unroll
+                    for (int j = 0; j < CV; j++) lb.inclusive[slot + j] = op(prefix[j], unit_total[j]);
             } else {
-                if (pl.wr == 0) lb.aggregate[slot] = unit_total;
+                // post this unit's total, then walk up to the nearest unit with a prefix
+                if (pl.wr == 0)
+#pragma unroll
+                    for (int j = 0; j < CV; j++) lb.aggregate[slot + j] = unit_total[j];
                 __threadfence();
                 __syncthreads();
                 if (threadIdx.x == 0) {
@@ -144,61 +208,58 @@ struct ColumnUnitScan {
                 __syncthreads();
                 const int d = sh.distance;
                 __threadfence();
-                prefix = __ldcg(lb.inclusive + (size_t)(unit - d * above) * width + pl.c);
-                for (int k = d - 1; k >= 1; k--)
-                    prefix = op(prefix, __ldcg(lb.aggregate + (size_t)(unit - k * above) * width + pl.c));
-                if (pl.wr == 0) lb.inclusive[slot] = op(prefix, unit_total);
-                __threadfence();
-                __syncthreads();
-                if (threadIdx.x == 0) lb.set_flag(unit, kInclusive);
+#pragma unroll
+                for (int j = 0; j < CV; j++) {
+                    prefix[j] = __ldcg(lb.inclusive + (size_t)(unit - d * above) * width + pl.c + j);
+                    for (int k = d - 1; k >= 1; k--)
+                        prefix[j] = op(prefix[j], __ldcg(lb.aggregate + (size_t)(unit - k * above) * width + pl.c + j));
+                }
+                if (pl.wr == 0)
+#pragma unroll
+                    for (int j = 0; j < CV; j++) lb.inclusive[slot + j] = op(prefix[j], unit_total[j]);
             }
+            __threadfence();
+            __syncthreads();
+            if (threadIdx.x == 0) lb.set_flag(unit, kInclusive);
         }
 
-        AccT b = op(prefix, warp_prefix);
+        AccT b[CV];
+#pragma unroll
+        for (int j = 0; j < CV; j++) b[j] = op(prefix[j], warp_prefix[j]);
         const int64_t step_y = REVERSE ? -a.so : a.so;
         AccT *py = static_cast<AccT *>(a.out) + pl.ooff;
 #pragma unroll
         for (int i = 0; i < kColMaxRows; i++) {
             if (i >= pl.nrows) break;
-            const AccT nb = op(b, to_acc<AccT>(r.v[i]));
-            *py = a.exclusive ? b : nb;
+            Vec<AccT, CV> ov;
+#pragma unroll
+            for (int j = 0; j < CV; j++) {
+                const AccT nb = op(b[j], to_acc<AccT>(r.v[i].v[j]));
+                ov.v[j] = a.exclusive ? b[j] : nb;
+                b[j] = nb;
+            }
+            if constexpr (CV > 1) store_vec<AccT, CV>(py, ov);
+            else *py = ov.v[0];
             py += step_y;
-            b = nb;
         }
-        (void)warps_down;
     }
 };
 
-// Persistent blocks taking units in order; with PREFETCH a block loads its next unit before scanning
-// the current one (two units of registers: for inputs of up to 4 bytes).
-template <int OP, typename InT, typename AccT, bool REVERSE, bool MASKED, bool PREFETCH>
+// Persistent blocks taking units in order (no block launch per unit; every predecessor of a unit
+// has been taken by a running block).
+template <int OP, typename InT, typename AccT, bool REVERSE, bool MASKED, int CV>
 __global__ void __launch_bounds__(kColThreads, 2)
 scan_columns_kernel(const ColumnsArgs a, const Lookback<AccT> lb, const WorkQueue q)
 {
-    using T = ColumnUnitScan<OP, InT, AccT, REVERSE, MASKED>;
+    using T = ColumnUnitScan<OP, InT, AccT, REVERSE, MASKED, CV>;
     __shared__ typename T::Shared sh;
     __shared__ int64_t slot[2];
     int parity = 0;
-    typename T::Regs ra;
-    int64_t u = q.take(slot, parity);
-    if constexpr (PREFETCH) {
-        typename T::Regs rb;
-        if (u < q.units) T::load(a, u, ra);
-        while (u < q.units) {
-            const int64_t n = q.take(slot, parity);
-            if (n < q.units) T::load(a, n, rb);
-            T::scan_and_store(a, lb, u, ra, sh);
-            if (n >= q.units) break;
-            u = q.take(slot, parity);
-            if (u < q.units) T::load(a, u, ra);
-            T::scan_and_store(a, lb, n, rb, sh);
-        }
-    } else {
-        while (u < q.units) {
-            T::load(a, u, ra);
-            T::scan_and_store(a, lb, u, ra, sh);
-            u = q.take(slot, parity);
-        }
+    typename T::Regs r;
+    for (int64_t u = q.take(slot, parity); u < q.units; u = q.take(slot, parity)) {
+        T::load(a, u, r);
+        const typename T::Above ab = T::peek_above(a, lb, u);
+        T::scan_and_store(a, lb, u, r, sh, ab);
     }
     q.finish();
 }

@@ -69,11 +69,20 @@ cs_status launch_rows(const cs_scan_plan *p, cudaStream_t stream)
         for (int o = 0; o < 3; o++)
             if ((o != 1 || masked) && p->outer.strides[o][d] % VEC != 0) vec = false;
     const int64_t tile = vec ? RowTile<InT, VEC>::SIZE : RowTile<InT, 1>::SIZE;
+    const int64_t big_tile = vec ? RowTile<InT, VEC, true>::SIZE : RowTile<InT, 1, true>::SIZE;
     bool packed = unit_stride && p->outer.ndim <= 1;
     if (p->outer.ndim == 1)
         for (int o = 0; o < 3; o++)
             if ((o != 1 || masked) && p->outer.strides[o][0] != p->len) packed = false;
-    const bool seg = packed && p->len * 2 <= tile;
+    const int sms = cs_cuda_multiprocessors();
+    // segmented: short packed lines, several per tile, unless that leaves the device half idle;
+    // single: a line per tile; whole lines: many long lines, a block walks each (no block waits on
+    // another); look-back: few long lines in big tiles joined by look-back
+    enum { SEGMENTED, SINGLE, WHOLE_LINES, LOOKBACK } mode;
+    if (packed && p->len * 2 <= tile && p->nouter / (tile / p->len) >= 2 * sms) mode = SEGMENTED;
+    else if (p->len <= tile) mode = SINGLE;
+    else if (p->nouter >= 4 * sms) mode = WHOLE_LINES;
+    else mode = LOOKBACK;
 
     RowsArgs a;
     a.x = p->x;
@@ -86,35 +95,30 @@ cs_status launch_rows(const cs_scan_plan *p, cudaStream_t stream)
     a.nlines = p->nouter;
     a.lines = line_offsets_of(p->outer);
     a.exclusive = p->exclusive;
-    int64_t units;
-    if (seg) {
-        a.lines_per_tile = tile / p->len;
-        a.tiles_per_line = 1;
-        units = (p->nouter + a.lines_per_tile - 1) / a.lines_per_tile;
-        a.use_lookback = 0;
-    } else {
-        a.lines_per_tile = 1;
-        a.tiles_per_line = (p->len + tile - 1) / tile;
-        units = p->nouter * a.tiles_per_line;
-        a.use_lookback = a.tiles_per_line > 1;
-    }
+    a.lines_per_tile = mode == SEGMENTED ? tile / p->len : 1;
+    a.tiles_per_line = mode == SEGMENTED ? 1 : (p->len + (mode == LOOKBACK ? big_tile : tile) - 1) / (mode == LOOKBACK ? big_tile : tile);
+    a.use_lookback = mode == LOOKBACK;
+    const int64_t units = mode == SEGMENTED ? (p->nouter + a.lines_per_tile - 1) / a.lines_per_tile
+                        : mode == WHOLE_LINES ? p->nouter : p->nouter * a.tiles_per_line;
     cs_status st = grid_check(units);
     if (st) return st;
-    Lookback<AccT> lb;
-    WorkQueue q;
-    if ((st = scan_scratch(&lb, &q, units, 1, a.use_lookback))) return st;
+    Lookback<AccT> lb{};
+    WorkQueue q{};
+    if (a.use_lookback && (st = scan_scratch(&lb, &q, units, 1, true))) return st;
 
     return with_bool(p->reverse, [&](auto rev) {
         return with_bool(masked, [&](auto msk) {
             return with_bool(vec, [&](auto v) {
-                return with_bool(seg, [&](auto sg) {
-                    constexpr int V = decltype(v)::value ? VEC : 1;
-                    auto kernel = scan_rows_kernel<OP, InT, AccT, decltype(rev)::value, decltype(msk)::value, V,
-                                                   decltype(sg)::value>;
-                    static int resident;
-                    kernel<<<persistent_grid(kernel, kRowThreads, units, &resident), kRowThreads, 0, stream>>>(a, lb, q);
-                    return cs_cuda_check(cudaGetLastError(), "scan kernel launch");
-                });
+                constexpr int V = decltype(v)::value ? VEC : 1;
+                constexpr bool R = decltype(rev)::value, M = decltype(msk)::value;
+                const unsigned grid = (unsigned)units;
+                switch (mode) {
+                case WHOLE_LINES: scan_lines_kernel<OP, InT, AccT, R, M, V><<<grid, kRowThreads, 0, stream>>>(a, lb); break;
+                case SEGMENTED: scan_rows_kernel<OP, InT, AccT, R, M, V, true, false><<<grid, kRowThreads, 0, stream>>>(a, lb, q); break;
+                case SINGLE: scan_rows_kernel<OP, InT, AccT, R, M, V, false, false><<<grid, kRowThreads, 0, stream>>>(a, lb, q); break;
+                case LOOKBACK: scan_rows_kernel<OP, InT, AccT, R, M, V, false, true><<<grid, kRowThreads, 0, stream>>>(a, lb, q); break;
+                }
+                return cs_cuda_check(cudaGetLastError(), "scan kernel launch");
             });
         });
     });
@@ -124,11 +128,23 @@ template <int OP, typename InT, typename AccT>
 cs_status launch_columns(const cs_scan_plan *p, cudaStream_t stream)
 {
     const bool masked = p->mask != nullptr;
+    // two neighbouring columns per lane when every operand allows 2-element vectors along inner
+    constexpr int CV = sizeof(InT) <= 4 ? 2 : 1;
+    bool vec = CV > 1 && p->inner % CV == 0 && p->inner_stride[0] == 1 && p->inner_stride[2] == 1 &&
+               (!masked || p->inner_stride[1] == 1) && aligned(p->x, CV * sizeof(InT)) &&
+               aligned(p->out, CV * sizeof(AccT)) && (!masked || aligned(p->mask, CV));
+    for (int o = 0; o < 3; o++) {
+        if (o == 1 && !masked) continue;
+        if (p->scan_stride[o] % CV != 0) vec = false;
+        for (int d = 0; d < p->outer.ndim; d++)
+            if (p->outer.strides[o][d] % CV != 0) vec = false;
+    }
+    const int cv = vec ? CV : 1;
     // rows per warp and warps across: tall units for long columns, wide ones for short columns
     int warps_down = 1;
     while (warps_down < kColWarps && (int64_t)warps_down * kColMaxRows < p->len) warps_down *= 2;
     int warps_across = kColWarps / warps_down;
-    while (warps_across > 1 && 32 * (warps_across / 2) >= p->inner) {
+    while (warps_across > 1 && 32 * cv * (warps_across / 2) >= p->inner) {
         warps_across /= 2;
         warps_down *= 2;
     }
@@ -151,7 +167,8 @@ cs_status launch_columns(const cs_scan_plan *p, cudaStream_t stream)
     a.outer = line_offsets_of(p->outer);
     a.warps_across = warps_across;
     a.rows_per_warp = rpw;
-    a.col_blocks = (p->inner + 32 * warps_across - 1) / (32 * warps_across);
+    const int width = 32 * warps_across * cv;
+    a.col_blocks = (p->inner + width - 1) / width;
     a.chunks = (p->len + (int64_t)warps_down * rpw - 1) / ((int64_t)warps_down * rpw);
     a.exclusive = p->exclusive;
     a.use_lookback = a.chunks > 1;
@@ -160,15 +177,17 @@ cs_status launch_columns(const cs_scan_plan *p, cudaStream_t stream)
     if (st) return st;
     Lookback<AccT> lb;
     WorkQueue q;
-    if ((st = scan_scratch(&lb, &q, units, 32 * warps_across, a.use_lookback))) return st;
+    if ((st = scan_scratch(&lb, &q, units, width, a.use_lookback))) return st;
 
-    constexpr bool prefetch = sizeof(InT) <= 4;
     return with_bool(p->reverse, [&](auto rev) {
         return with_bool(masked, [&](auto msk) {
-            auto kernel = scan_columns_kernel<OP, InT, AccT, decltype(rev)::value, decltype(msk)::value, prefetch>;
-            static int resident;
-            kernel<<<persistent_grid(kernel, kColThreads, units, &resident), kColThreads, 0, stream>>>(a, lb, q);
-            return cs_cuda_check(cudaGetLastError(), "scan kernel launch");
+            return with_bool(vec, [&](auto v) {
+                auto kernel = scan_columns_kernel<OP, InT, AccT, decltype(rev)::value, decltype(msk)::value,
+                                                  decltype(v)::value ? CV : 1>;
+                static int resident;
+                kernel<<<persistent_grid(kernel, kColThreads, units, &resident), kColThreads, 0, stream>>>(a, lb, q);
+                return cs_cuda_check(cudaGetLastError(), "scan kernel launch");
+            });
         });
     });
 }

@@ -30,10 +30,12 @@ struct RowShape {
     static constexpr int VEC_MAX = 16 / (sizeof(InT) > sizeof(AccT) ? sizeof(InT) : sizeof(AccT));
 };
 
-template <typename InT, int VEC>
+// BIG tiles (twice the bytes) serve lines split over blocks: fewer tiles, so the look-back front has
+// fewer hops to make along a long line.
+template <typename InT, int VEC, bool BIG = false>
 struct RowTile {
-    static constexpr int K = kRowBytesPerThread / (VEC * (int)sizeof(InT)) > 16 ? 16
-                           : kRowBytesPerThread / (VEC * (int)sizeof(InT));
+    static constexpr int BYTES = BIG ? 2 * kRowBytesPerThread : kRowBytesPerThread;
+    static constexpr int K = BYTES / (VEC * (int)sizeof(InT)) > 16 ? 16 : BYTES / (VEC * (int)sizeof(InT));
     static constexpr int WARP_SPAN = kWarp * VEC * K;
     static constexpr int SIZE = kRowWarps * WARP_SPAN;
 };
@@ -158,10 +160,10 @@ __device__ __forceinline__ RowSpan row_span(const RowsArgs &a, int64_t unit)
 
 // One tile's scan, in three steps: load (issued early, so a block can prefetch its next tile while
 // the current one waits on its look-back), then scan_and_store.
-template <int OP, typename InT, typename AccT, bool REVERSE, bool MASKED, int VEC, bool SEG>
+template <int OP, typename InT, typename AccT, bool REVERSE, bool MASKED, int VEC, bool SEG, bool BIG = false>
 struct RowTileScan {
     using Op = ScanOp<OP, AccT>;
-    using Tile = RowTile<InT, VEC>;
+    using Tile = RowTile<InT, VEC, BIG>;
     static constexpr int K = Tile::K;
 
     struct Regs {
@@ -205,8 +207,11 @@ struct RowTileScan {
         }
     }
 
-    __device__ __forceinline__ static void scan_and_store(const RowsArgs &a, const Lookback<AccT> &lb, int64_t unit,
-                                                          const Regs &r, Shared &sh)
+    // Scans tile `unit` and stores it. The tile's prefix comes from look-back (lines split over
+    // blocks), or is `carry` (a block walking a whole line: then the new carry is returned).
+    __device__ __forceinline__ static AccT scan_and_store(const RowsArgs &a, const Lookback<AccT> &lb, int64_t unit,
+                                                          const Regs &r, Shared &sh, bool with_carry = false,
+                                                          AccT carry_in = Op::identity())
     {
         const Op op;
         const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -272,8 +277,15 @@ struct RowTileScan {
             }
         }
         AccT prefix = Op::identity();
+        AccT carry_out = Op::identity();
         if constexpr (!SEG) {
-            if (a.use_lookback) {
+            if (with_carry) {
+                // the tile total joins the carry in the same order the look-back chain uses
+                AccT tile_total = sh.warp_total[0];
+                for (int w = 1; w < kRowWarps; w++) tile_total = op(tile_total, sh.warp_total[w]);
+                prefix = carry_in;
+                carry_out = op(carry_in, tile_total);
+            } else if (a.use_lookback) {
                 if (warp == 0) {
                     AccT tile_total = sh.warp_total[0];
                     for (int w = 1; w < kRowWarps; w++) tile_total = op(tile_total, sh.warp_total[w]);
@@ -333,32 +345,51 @@ struct RowTileScan {
                 y[p * a.so] = out[0];
             }
         }
+        return carry_out;
     }
 };
 
-// Persistent blocks: each takes tiles in order and loads the next one before scanning the current,
-// so its loads stay in flight while the current tile waits on its look-back.
-template <int OP, typename InT, typename AccT, bool REVERSE, bool MASKED, int VEC, bool SEG>
-__global__ void __launch_bounds__(kRowThreads)
+// One tile per block; the pieces of a line that spans several tiles are joined by look-back. Blocks
+// take tile ids in order from a counter then, so every predecessor of a tile is running or done.
+template <int OP, typename InT, typename AccT, bool REVERSE, bool MASKED, int VEC, bool SEG, bool BIG>
+__global__ void __launch_bounds__(kRowThreads, BIG ? 2 : 3)
 scan_rows_kernel(const RowsArgs a, const Lookback<AccT> lb, const WorkQueue q)
 {
-    using T = RowTileScan<OP, InT, AccT, REVERSE, MASKED, VEC, SEG>;
+    using T = RowTileScan<OP, InT, AccT, REVERSE, MASKED, VEC, SEG, BIG>;
     __shared__ typename T::Shared sh;
     __shared__ int64_t slot[2];
     int parity = 0;
+    const int64_t u = a.use_lookback ? q.take(slot, parity) : blockIdx.x;
+    typename T::Regs r;
+    T::load(a, u, r);
+    T::scan_and_store(a, lb, u, r, sh);
+    if (a.use_lookback) q.finish();
+}
+
+// A block per line, walking its tiles in order with the carry in registers; it loads the next tile
+// before scanning the current one, so its loads stay in flight. No block waits on another. The tile
+// decomposition and the order of every combine are those of the look-back path: same bits.
+template <int OP, typename InT, typename AccT, bool REVERSE, bool MASKED, int VEC>
+__global__ void __launch_bounds__(kRowThreads)
+scan_lines_kernel(const RowsArgs a, const Lookback<AccT> lb)
+{
+    using T = RowTileScan<OP, InT, AccT, REVERSE, MASKED, VEC, false>;
+    using Op = ScanOp<OP, AccT>;
+    __shared__ typename T::Shared sh;
+    const int64_t first = (int64_t)blockIdx.x * a.tiles_per_line;
+    const int64_t end = first + a.tiles_per_line;
     typename T::Regs ra, rb;
-    int64_t u = q.take(slot, parity);
-    if (u < q.units) T::load(a, u, ra);
-    while (u < q.units) {
-        const int64_t n = q.take(slot, parity);
-        if (n < q.units) T::load(a, n, rb);
-        T::scan_and_store(a, lb, u, ra, sh);
-        if (n >= q.units) break;
-        u = q.take(slot, parity);
-        if (u < q.units) T::load(a, u, ra);
-        T::scan_and_store(a, lb, n, rb, sh);
+    AccT carry = Op::identity();
+    T::load(a, first, ra);
+    for (int64_t u = first; u < end; u += 2) {
+        if (u + 1 < end) T::load(a, u + 1, rb);
+        carry = T::scan_and_store(a, lb, u, ra, sh, true, carry);
+        __syncthreads();   // shared totals are reused by the next tile
+        if (u + 1 >= end) break;
+        if (u + 2 < end) T::load(a, u + 2, ra);
+        carry = T::scan_and_store(a, lb, u + 1, rb, sh, true, carry);
+        __syncthreads();
     }
-    q.finish();
 }
 
 }  // namespace cuscan

@@ -158,7 +158,7 @@ describe("README.md", function()
       local file = dir .. "/readme_block_spec.lua"
       spit(file, b.text)
       local out, status = sh(("LUA_PATH=%s luajit \"$(command -v busted)\" --output=spec/support/summary.lua %s")
-        :format(q(root .. "/lua/?.lua;" .. root .. "/lua/?/init.lua;;"), q(file)))
+        :format(q(root .. "/lua/?.lua;" .. root .. "/lua/?/init.lua;" .. (os.getenv("LUA_PATH") or "") .. ";;"), q(file)))
       sh("rm -rf " .. q(dir))
       assert.equal(0, status, ("README.md:%d:\n%s"):format(b.line, out))
       assert.matches("\n%d+ passed, 0 failed", out)

@@ -177,6 +177,25 @@ cs_status cs_memory_info(cs_device device, int64_t *in_use, int64_t *free_bytes,
     return st;
 }
 
+int64_t cs_memory_in_use(cs_device device)
+{
+    return (device == CS_CPU || device == CS_CUDA) ? atomic_load(&held_bytes[device]) : 0;
+}
+
+cs_status cs_memory_trim(cs_device device)
+{
+    if (device != CS_CUDA) return CS_OK;
+    cs_status st = cs_cuda_ready();
+    if (st) return st;
+#if CS_WITH_CUDA
+    cudaMemPool_t pool;
+    if ((st = cs_cuda_check(cudaStreamSynchronize(cuda.stream), "synchronize"))) return st;
+    if ((st = cs_cuda_check(cudaDeviceGetDefaultMemPool(&pool, 0), "cudaDeviceGetDefaultMemPool"))) return st;
+    return cs_cuda_check(cudaMemPoolTrimTo(pool, 0), "cudaMemPoolTrimTo");
+#endif
+    return CS_OK;
+}
+
 /* ---- storage ---- */
 cs_status cs_storage_new(cs_storage **out, cs_device device, size_t bytes)
 {
@@ -189,11 +208,18 @@ cs_status cs_storage_new(cs_storage **out, cs_device device, size_t bytes)
         size_t rounded = (bytes + 255) & ~(size_t)255; /* kernels may read whole 16-byte vectors */
         if (device == CS_CPU) {
             if (posix_memalign(&data, 64, rounded) != 0) {
-                return cs_fail(CS_ERR_OUT_OF_MEMORY, "host out of memory: asked for %zu bytes", bytes);
+                long page = sysconf(_SC_PAGESIZE);
+                return cs_fail(CS_ERR_OUT_OF_MEMORY, "host out of memory: asked for %zu bytes, %lld free of %lld",
+                               bytes, (long long)sysconf(_SC_AVPHYS_PAGES) * page, (long long)sysconf(_SC_PHYS_PAGES) * page);
             }
         } else {
 #if CS_WITH_CUDA
             cudaError_t e = cudaMallocAsync(&data, rounded, cuda.stream);
+            if (e == cudaErrorMemoryAllocation) {
+                /* the pool may be holding freed blocks of other sizes: hand them back and retry */
+                cudaGetLastError();
+                if (cs_memory_trim(CS_CUDA) == CS_OK) e = cudaMallocAsync(&data, rounded, cuda.stream);
+            }
             if (e != cudaSuccess) {
                 size_t f = 0, t = 0;
                 cudaGetLastError();

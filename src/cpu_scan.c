@@ -8,6 +8,10 @@ enum { COLUMN_BLOCK = 512 };
 
 static inline void line_offsets(const cs_iter *it, int64_t idx, int64_t off[3])
 {
+    if (it->ndim == 1) { /* the common case: no divisions */
+        for (int o = 0; o < 3; o++) off[o] = idx * it->strides[o][0];
+        return;
+    }
     off[0] = off[1] = off[2] = 0;
     for (int d = it->ndim - 1; d >= 0; d--) {
         int64_t i = idx % it->shape[d];

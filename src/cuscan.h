@@ -85,9 +85,22 @@ cs_status cs_synchronize(void);
  * (for CS_CPU: the host's available and total physical memory). */
 cs_status cs_memory_info(cs_device device, int64_t *in_use, int64_t *free_bytes, int64_t *total_bytes);
 
+/* Bytes cuscan holds in live storages on a device: a counter read, no device call (cheap enough to
+ * call after every allocation). */
+int64_t cs_memory_in_use(cs_device device);
+
+/* Hands device memory that cuscan's pool keeps cached for reuse back to the device (after waiting
+ * for queued work), so that other processes can have it. No-op on the CPU. */
+cs_status cs_memory_trim(cs_device device);
+
 /* The host link's own speed, for comparison with cs_copy between devices: copies `bytes` between a
  * pinned host buffer and the device (median of 5 timed copies each way) and reports GB/s. */
 cs_status cs_host_link_bandwidth(int64_t bytes, double *host_to_device_gbs, double *device_to_host_gbs);
+
+/* For tests of fault handling only: queues a kernel that writes to an invalid device address. The
+ * fault is reported by a later call (cs_synchronize, say), after which the CUDA context is lost and
+ * every CUDA call fails with CS_ERR_CUDA; CPU tensors keep working. Never call it otherwise. */
+cs_status cs_debug_inject_fault(void);
 
 /* ---- tensors ----------------------------------------------------------------------------------- */
 

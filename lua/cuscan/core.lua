@@ -358,14 +358,28 @@ local function collect()
 end
 core.collect = collect
 
+-- After an allocation failed: collect, then hand the device pool's cached blocks back so that the
+-- retry can have them (cs_memory_trim; a no-op on the CPU).
+local function collect_for_retry()
+  collect()
+  C.cs_memory_trim(CUDA)
+end
+
+-- The bytes held come from a counter in C (no device call); the device's total is read once.
+local totals = {}
 local function rebalance(dev)
-  local used, _, total = mem_read(dev)
-  if not used then return end
+  local used = tonumber(C.cs_memory_in_use(dev))
+  local total = totals[dev]
+  if not total then
+    local _, _, t = mem_read(dev)
+    if not t then return end
+    total = t
+    totals[dev] = t
+  end
   if limit[dev] < 0 then set_limit(dev, used, total) end
   if used > limit[dev] then
     collect()
-    used, _, total = mem_read(dev)
-    if not used then return end
+    used = tonumber(C.cs_memory_in_use(dev))
     set_limit(dev, used, total)
   end
   est[dev] = used
@@ -407,7 +421,7 @@ function core.empty_from_sh(ndim, dtype, dev, fname)
       -- SH may be reused by a finaliser-free path only; copy it first to be safe
       local saved = ffi.new("int64_t[8]")
       ffi.copy(saved, SH, 8 * 8)
-      collect()
+      collect_for_retry()
       st = C.cs_empty(outp, ndim, saved, dtype, dev)
     end
     if st ~= 0 then fail(fname) end
@@ -427,7 +441,7 @@ function core.empty_like(like, dtype, dev, fname)
   local st = C.cs_empty_like(outp, like, dtype, dev)
   if st ~= 0 then
     if st == S_OOM then
-      collect()
+      collect_for_retry()
       st = C.cs_empty_like(outp, like, dtype, dev)
     end
     if st ~= 0 then fail(fname) end
@@ -457,7 +471,7 @@ function core.call(fname, fn, ...)
   local st = fn(...)
   if st ~= 0 then
     if st == S_OOM then
-      collect()
+      collect_for_retry()
       st = fn(...)
     end
     if st ~= 0 then fail(fname) end
