@@ -3,31 +3,12 @@
 -- broken (a chunk given with -e replaces a tensor method before the script runs).
 local cs = require("cuscan")
 
-local root = debug.getinfo(1, "S").source:match("^@(.*)/spec/examples_spec%.lua$") or "."
-if root:sub(1, 1) ~= "/" then
-  local p = io.popen("cd " .. root .. " && pwd -P")
-  root = p:read("*l")
-  p:close()
-end
-local CUSCAN = root .. "/bin/cuscan"
+local shell = require("spec.support.shell")
+local root, q, tmpdir = shell.root, shell.q, shell.tmpdir
+local CUSCAN = shell.cuscan
 local EX = root .. "/examples/"
 
-local function q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
-
-local function slurp(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
-
-local function tmpdir()
-  local p = io.popen("mktemp -d")
-  local d = p:read("*l")
-  p:close()
-  return d
-end
+local slurp = shell.slurp
 
 -- Runs a shell command; returns stdout, stderr and the exit status. env: a table of variables.
 local function run(cmd, env, cwd)

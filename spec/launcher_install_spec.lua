@@ -2,22 +2,10 @@
 -- directory (scripts, -e, the REPL from a pipe), `make uninstall`; the LuaRocks rockspec.
 local cs = require("cuscan")
 
-local root = debug.getinfo(1, "S").source:match("^@(.*)/spec/launcher_install_spec%.lua$") or "."
-if root:sub(1, 1) ~= "/" then
-  local p = io.popen("cd " .. root .. " && pwd -P")
-  root = p:read("*l")
-  p:close()
-end
+local shell = require("spec.support.shell")
+local root, q, tmpdir = shell.root, shell.q, shell.tmpdir
 
-local function q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
-
-local function slurp(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
+local slurp = shell.slurp
 
 -- Runs a shell command; returns its output (stdout and stderr) and exit status.
 local function sh(cmd)
@@ -26,13 +14,6 @@ local function sh(cmd)
   p:close()
   local status = tonumber(out:match("__status=(%d+)%s*$"))
   return (out:gsub("__status=%d+%s*$", "")), status
-end
-
-local function tmpdir()
-  local p = io.popen("mktemp -d")
-  local d = p:read("*l")
-  p:close()
-  return d
 end
 
 local function exists(path)

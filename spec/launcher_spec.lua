@@ -3,32 +3,12 @@
 -- Everything runs the launcher in a child process and looks at what it prints.
 local cs = require("cuscan")
 
--- the project root, absolute
-local root = debug.getinfo(1, "S").source:match("^@(.*)/spec/launcher_spec%.lua$") or "."
-if root:sub(1, 1) ~= "/" then
-  local p = io.popen("cd " .. root .. " && pwd -P")
-  root = p:read("*l")
-  p:close()
-end
-local CUSCAN = root .. "/bin/cuscan"
+local shell = require("spec.support.shell")
+local root, q, tmpdir = shell.root, shell.q, shell.tmpdir
+local CUSCAN = shell.cuscan
 local DEV = cs.default_device()
 
-local function q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
-
-local function slurp(path)
-  local f = io.open(path, "rb")
-  if not f then return "" end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
-
-local function tmpdir()
-  local p = io.popen("mktemp -d")
-  local d = p:read("*l")
-  p:close()
-  return d
-end
+local function slurp(path) return shell.slurp(path) or "" end
 
 -- Runs a shell command; returns stdout, stderr and the exit status. opts: stdin (text), cwd, env.
 local function run(cmd, opts)

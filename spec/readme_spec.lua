@@ -9,29 +9,13 @@
 -- the output of help.markdown() from bin/cuscan, and the quick start is exactly two commands.
 local cs = require("cuscan")
 
-local root = debug.getinfo(1, "S").source:match("^@(.*)/spec/readme_spec%.lua$") or "."
-if root:sub(1, 1) ~= "/" then
-  local p = io.popen("cd " .. root .. " && pwd -P")
-  root = p:read("*l")
-  p:close()
-end
-local CUSCAN = root .. "/bin/cuscan"
+local shell = require("spec.support.shell")
+local root, q, tmpdir = shell.root, shell.q, shell.tmpdir
+local CUSCAN = shell.cuscan
 
-local function q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+local slurp = shell.slurp
 
-local function slurp(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
-
-local function spit(path, text)
-  local f = assert(io.open(path, "wb"))
-  f:write(text)
-  f:close()
-end
+local spit = shell.spit
 
 -- Runs a shell command from the project root; returns its output (stdout and stderr together,
 -- in order) and exit status.
