@@ -130,8 +130,8 @@ inline Lookback<AccT> lookback_at(unsigned *flags, void *values, int64_t units, 
     return lb;
 }
 
-// Persistent blocks take units in id order from a counter, so every predecessor of a unit has been
-// taken by a running block, and a block holding unit u only ever waits on units below u.
+// Blocks take units in id order from a counter, so every predecessor of a unit has been taken by a
+// running block, and a block holding unit u only ever waits on units below u.
 struct WorkQueue {
     unsigned *counter;   // next unit id
     unsigned *done;      // blocks finished; the last one resets both words for the next launch

@@ -6,11 +6,16 @@
 // Per chunk: each lane folds its VEC elements, a warp scan (CUB) turns the lane totals into lane
 // prefixes, and a running warp carry joins the chunks; warp totals meet in shared memory.
 //
-// Two ways to cut work into tiles:
-//   lines mode      a tile is a piece of one line; the pieces of a line are joined by look-back
-//                   (single pass, Merrill & Garland 2016) when a line spans several tiles.
-//   segmented mode  short packed lines: a tile holds whole lines; a head flag restarts the scan at
-//                   each line start (segmented scan), so no tile depends on another.
+// Four ways to cut the work (scan_launch.cuh picks one):
+//   segmented    short packed lines: a tile holds whole lines; a head flag restarts the scan at each
+//                line start (segmented scan), so no tile depends on another;
+//   single       a line per tile (lines no longer than a tile);
+//   whole lines  many long lines: a block walks its line tile by tile with the carry in registers,
+//                loading the next tile before scanning the current one; no block waits on another;
+//   look-back    few long lines: one double-size tile per block, the pieces of a line joined by
+//                decoupled look-back (single pass, Merrill & Garland 2016).
+// In every mode the order of the combines follows from the shape alone, never from timing, so a
+// scan gives the same bits on every run.
 // Reverse walks tiles from the end and reverses each vector in registers: no flips in memory.
 #pragma once
 #include "scan_common.cuh"
@@ -19,7 +24,7 @@ namespace cuscan {
 
 constexpr int kRowWarps = 8;
 constexpr int kRowThreads = kRowWarps * kWarp;
-#ifndef CUSCAN_ROW_BYTES
+#ifndef CUSCAN_ROW_BYTES  // a tuning knob for variant builds (bench/NOTES.md)
 #define CUSCAN_ROW_BYTES 128
 #endif
 constexpr int kRowBytesPerThread = CUSCAN_ROW_BYTES;  // input bytes a thread holds per tile
@@ -367,8 +372,8 @@ scan_rows_kernel(const RowsArgs a, const Lookback<AccT> lb, const WorkQueue q)
 }
 
 // A block per line, walking its tiles in order with the carry in registers; it loads the next tile
-// before scanning the current one, so its loads stay in flight. No block waits on another. The tile
-// decomposition and the order of every combine are those of the look-back path: same bits.
+// before scanning the current one, so its loads stay in flight. No block waits on another. The carry
+// chain is the look-back chain's (P_t = P_{t-1} op A_t) over tiles of this size.
 template <int OP, typename InT, typename AccT, bool REVERSE, bool MASKED, int VEC>
 __global__ void __launch_bounds__(kRowThreads)
 scan_lines_kernel(const RowsArgs a, const Lookback<AccT> lb)
