@@ -147,6 +147,36 @@ do
   host_us = median(t)
 end
 
+-- transfers: x:cuda() and x:cpu() of 1 GiB against the host link's own speed (pinned buffers)
+local transfer
+if on_cuda then
+  local ffi = require("ffi")
+  local C = require("cuscan.core").C
+  local h2d, d2h = ffi.new("double[1]"), ffi.new("double[1]")
+  if C.cs_host_link_bandwidth(2 ^ 30, h2d, d2h) == 0 then
+    local n = 2 ^ 28
+    local host = cs.rand({ n }, { device = "cpu", seed = 4 })
+    local h0, h1 = cs.event("cpu"), cs.event("cpu")
+    local function wall(fn)
+      local t = {}
+      for i = 1, 5 do
+        cs.synchronize()
+        h0:record()
+        fn()
+        cs.synchronize()
+        h1:record()
+        t[i] = h0:elapsed(h1)
+      end
+      return median(t)
+    end
+    local dev
+    local up = wall(function() dev = host:cuda() end)
+    local down = wall(function() return dev:cpu() end)
+    local gb = n * 4 / 1e9
+    transfer = { link_up = h2d[0], link_down = d2h[0], up = gb / (up / 1e3), down = gb / (down / 1e3) }
+  end
+end
+
 -- peers: PyTorch eager and torch.compile on the same rows
 local peers = {}
 if on_cuda and not opts.no_torch then
@@ -197,4 +227,9 @@ for _, r in ipairs(results) do
   end
 end
 print(string.format("host time to launch one scan from Lua (128x4000, asynchronous): %.2f us (target <= 10 us)", host_us))
+if transfer then
+  print(string.format("1 GiB x:cuda() %.1f GB/s = %.0f%% of the link's %.1f GB/s; x:cpu() %.1f GB/s = %.0f%% of %.1f GB/s (target >= 80%%)",
+    transfer.up, 100 * transfer.up / transfer.link_up, transfer.link_up,
+    transfer.down, 100 * transfer.down / transfer.link_down, transfer.link_down))
+end
 if csv then csv:close() end
