@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include "internal.h"
 #if CS_WITH_CUDA
@@ -207,11 +208,20 @@ cs_status cs_storage_new(cs_storage **out, cs_device device, size_t bytes)
     if (bytes > 0) {
         size_t rounded = (bytes + 255) & ~(size_t)255; /* kernels may read whole 16-byte vectors */
         if (device == CS_CPU) {
-            if (posix_memalign(&data, 64, rounded) != 0) {
+            /* large buffers on 2 MiB boundaries with transparent huge pages: the first touch then
+             * faults once per 2 MiB rather than per 4 KiB (x:cpu() of 1 GiB ran at 17% of the link
+             * speed, bound by page faults, without) */
+            const size_t huge = (size_t)2 << 20;
+            int big = rounded >= 4 * huge;
+            if (big) rounded = (rounded + huge - 1) & ~(huge - 1);
+            if (posix_memalign(&data, big ? huge : 64, rounded) != 0) {
                 long page = sysconf(_SC_PAGESIZE);
                 return cs_fail(CS_ERR_OUT_OF_MEMORY, "host out of memory: asked for %zu bytes, %lld free of %lld",
                                bytes, (long long)sysconf(_SC_AVPHYS_PAGES) * page, (long long)sysconf(_SC_PHYS_PAGES) * page);
             }
+#ifdef MADV_HUGEPAGE
+            if (big) madvise(data, rounded, MADV_HUGEPAGE);
+#endif
         } else {
 #if CS_WITH_CUDA
             cudaError_t e = cudaMallocAsync(&data, rounded, cuda.stream);

@@ -8,6 +8,10 @@
 /* Element offsets of linear index i in each operand. */
 static inline void iter_offsets(const cs_iter *it, int64_t i, int64_t off[3])
 {
+    if (it->ndim <= 1) { /* contiguous or evenly strided: no divisions */
+        for (int o = 0; o < 3; o++) off[o] = it->ndim ? i * it->strides[o][0] : 0;
+        return;
+    }
     off[0] = off[1] = off[2] = 0;
     for (int d = it->ndim - 1; d >= 0; d--) {
         int64_t k = i % it->shape[d];
@@ -62,13 +66,30 @@ static void ew_range(const cs_elementwise_plan *p, int64_t begin, int64_t end)
     }
 }
 
+/* Fill of a contiguous (or evenly strided) tensor: a typed loop the compiler vectorises. */
+static int fill_fast(const cs_elementwise_plan *p, int64_t b, int64_t e)
+{
+    if (p->op != CS_EW_FILL || p->it.ndim > 1) return 0;
+    const int64_t s = p->it.ndim ? p->it.strides[0][0] : 1;
+#define FILL_LOOP(T, V) { T *d = p->ptr[0]; const T v = (T)(V); for (int64_t i = b; i < e; i++) d[i * s] = v; }
+    switch (p->dtype[0]) {
+    case CS_FLOAT32: FILL_LOOP(float, p->scalar) break;
+    case CS_FLOAT64: FILL_LOOP(double, p->scalar) break;
+    case CS_INT32: FILL_LOOP(int32_t, p->iscalar) break;
+    case CS_INT64: FILL_LOOP(int64_t, p->iscalar) break;
+    case CS_BOOL: FILL_LOOP(uint8_t, p->iscalar != 0) break;
+    }
+#undef FILL_LOOP
+    return 1;
+}
+
 cs_status cs_cpu_elementwise(const cs_elementwise_plan *p)
 {
     const int64_t nchunks = (p->numel + CHUNK - 1) / CHUNK;
 #pragma omp parallel for schedule(static) if (nchunks > 4)
     for (int64_t c = 0; c < nchunks; c++) {
         int64_t b = c * CHUNK, e = b + CHUNK < p->numel ? b + CHUNK : p->numel;
-        ew_range(p, b, e);
+        if (!fill_fast(p, b, e)) ew_range(p, b, e);
     }
     return CS_OK;
 }
