@@ -37,12 +37,20 @@ LDLIBS    = -fopenmp -lm -lpthread
 
 C_SRC  = $(filter-out src/cuda_stub.c,$(wildcard src/*.c))
 CU_SRC = $(wildcard kernels/*.cu)
+# objects of the CPU-only and the CUDA build live apart (C files compile differently in each), and
+# the library is relinked whenever the build it was last linked from differs from this one
 ifeq ($(CUDA),1)
-OBJS    = $(C_SRC:src/%.c=$(BUILD)/obj/%.o) $(CU_SRC:kernels/%.cu=$(BUILD)/obj/kernels/%.o)
+OBJ     = $(BUILD)/obj-cuda
+OBJS    = $(C_SRC:src/%.c=$(OBJ)/%.o) $(CU_SRC:kernels/%.cu=$(OBJ)/kernels/%.o)
 C_ALL  += -I$(CUDA_HOME)/include
 LDLIBS += -L$(CUDA_HOME)/lib64 -lcudart_static -lrt -ldl -lstdc++
 else
-OBJS    = $(C_SRC:src/%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/cuda_stub.o
+OBJ     = $(BUILD)/obj-cpu
+OBJS    = $(C_SRC:src/%.c=$(OBJ)/%.o) $(OBJ)/cuda_stub.o
+endif
+LINKED  = $(BUILD)/linked-from
+ifneq ($(shell cat $(LINKED) 2>/dev/null),$(notdir $(OBJ)))
+$(shell mkdir -p $(BUILD) && echo $(notdir $(OBJ)) > $(LINKED))
 endif
 
 LIB  = $(BUILD)/libcuscan.so
@@ -57,21 +65,21 @@ else
 	@echo "cuscan: building the CPU backend alone ($(if $(NVCC),CUDA=0 given,no nvcc found)); CUDA specs will be skipped"
 endif
 
-$(BUILD)/obj/%.o: src/%.c src/cuscan.h src/internal.h src/scalar.h | $(BUILD)/obj
+$(OBJ)/%.o: src/%.c src/cuscan.h src/internal.h src/scalar.h | $(OBJ)
 	$(CC) $(C_ALL) -c $< -o $@
 
-$(BUILD)/obj/kernels/%.o: kernels/%.cu $(wildcard kernels/*.cuh) src/cuscan.h src/internal.h src/scalar.h | $(BUILD)/obj/kernels
+$(OBJ)/kernels/%.o: kernels/%.cu $(wildcard kernels/*.cuh) src/cuscan.h src/internal.h src/scalar.h | $(OBJ)/kernels
 	$(NVCC) $(NV_ALL) -c $< -o $@
 
-$(BUILD)/obj $(BUILD)/obj/kernels:
+$(OBJ) $(OBJ)/kernels:
 	@mkdir -p $@
 
 # -z nodelete: LuaJIT unloads the library at exit while OpenMP's threads may still be running
-$(LIB): $(OBJS)
-	$(CC) $(CFLAGS) $(LDFLAGS) -shared -o $@ $^ $(LDLIBS) -Wl,-z,defs -Wl,-z,nodelete
+$(LIB): $(OBJS) $(LINKED)
+	$(CC) $(CFLAGS) $(LDFLAGS) -shared -o $@ $(OBJS) $(LDLIBS) -Wl,-z,defs -Wl,-z,nodelete
 
 # the header as LuaJIT's ffi.cdef reads it: no preprocessor lines, no C++ guards
-$(CDEF): src/cuscan.h | $(BUILD)/obj
+$(CDEF): src/cuscan.h | $(OBJ)
 	sed -e '/^#/d' -e '/^extern "C"/d' -e '/^}$$/d' $< > $@
 
 # ---- Lua tools: install the Debian packages when root, else say how ----
