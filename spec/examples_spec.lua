@@ -74,16 +74,8 @@ describe("examples/demo.lua", function()
   end)
 
   it("is what make demo runs", function()
-    local lib = require("cuscan.core").lib_path
-    local build = io.popen("cd " .. q(lib:match("^(.*)/libcuscan%.so$")) .. " && pwd -P"):read("*l")
-    -- under `make test` the sub-make inherits its variables; else build as the library was built
-    local cuda = ""
-    if not (os.getenv("MAKEFLAGS") or ""):match("CUDA=") then
-      cuda = cs.cuda_unavailable_reason() == "built without CUDA" and "CUDA=0" or "CUDA=1"
-    end
-    local vars = ("%s BUILD=%s"):format(cuda, q(build))
-    local _, _, fresh = run(("make -q %s %s/libcuscan.so %s/cuscan.cdef"):format(vars, q(build), q(build)), nil, root)
-    if fresh ~= 0 or build ~= root .. "/build" then
+    local vars = shell.fresh_build_vars()
+    if not vars then
       pending("the library in use is not the source tree's up-to-date build (run `make test`)")
       return
     end

@@ -7,34 +7,14 @@ local root, q, tmpdir = shell.root, shell.q, shell.tmpdir
 
 local slurp = shell.slurp
 
--- Runs a shell command; returns its output (stdout and stderr) and exit status.
-local function sh(cmd)
-  local p = io.popen("(" .. cmd .. ") 2>&1; echo \"__status=$?\"")
-  local out = p:read("*a")
-  p:close()
-  local status = tonumber(out:match("__status=(%d+)%s*$"))
-  return (out:gsub("__status=%d+%s*$", "")), status
-end
+local sh = shell.sh
 
 local function exists(path)
   local _, status = sh("test -e " .. q(path))
   return status == 0
 end
 
--- The make variables that keep make from rebuilding the library in use, or nil (with a reason)
--- when that library is not the source tree's up-to-date build.
-local function make_vars()
-  local lib = require("cuscan.core").lib_path
-  local build = sh("cd " .. q(lib:match("^(.*)/libcuscan%.so$")) .. " && pwd -P"):gsub("%s+$", "")
-  local cuda = ""
-  if not (os.getenv("MAKEFLAGS") or ""):match("CUDA=") then
-    cuda = cs.cuda_unavailable_reason() == "built without CUDA" and "CUDA=0" or "CUDA=1"
-  end
-  local vars = ("%s BUILD=%s"):format(cuda, q(build))
-  local _, fresh = sh(("cd %s && make -q %s %s/libcuscan.so %s/cuscan.cdef"):format(q(root), vars, q(build), q(build)))
-  if fresh ~= 0 or build ~= root .. "/build" then return nil end
-  return vars
-end
+local make_vars = shell.fresh_build_vars
 
 describe("make install and make uninstall", function()
   it("install the library, the modules and bin/cuscan under PREFIX, which work from anywhere", function()

@@ -36,4 +36,31 @@ function shell.tmpdir()
   return d
 end
 
+-- Runs a shell command; returns its output (stdout and stderr) and exit status.
+function shell.sh(cmd)
+  local p = io.popen("(" .. cmd .. ") 2>&1; echo \"__status=$?\"")
+  local out = p:read("*a")
+  p:close()
+  local status = tonumber(out:match("__status=(%d+)%s*$"))
+  return (out:gsub("__status=%d+%s*$", "")), status
+end
+
+-- The make variables that keep make from rebuilding the library in use, or nil when that library
+-- is not the source tree's up-to-date build (specs that run make targets are then pending).
+function shell.fresh_build_vars()
+  local cs = require("cuscan")
+  local lib = require("cuscan.core").lib_path
+  local build = shell.sh("cd " .. shell.q(lib:match("^(.*)/libcuscan%.so$")) .. " && pwd -P"):gsub("%s+$", "")
+  -- under `make test` the sub-make inherits its variables; else build as the library was built
+  local cuda = ""
+  if not (os.getenv("MAKEFLAGS") or ""):match("CUDA=") then
+    cuda = cs.cuda_unavailable_reason() == "built without CUDA" and "CUDA=0" or "CUDA=1"
+  end
+  local vars = ("%s BUILD=%s"):format(cuda, shell.q(build))
+  local _, fresh = shell.sh(("cd %s && make -q %s %s/libcuscan.so %s/cuscan.cdef")
+    :format(shell.q(root), vars, shell.q(build), shell.q(build)))
+  if fresh ~= 0 or build ~= root .. "/build" then return nil end
+  return vars
+end
+
 return shell
