@@ -135,11 +135,7 @@ asan: tools
 	  ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 $(MAKE) --no-print-directory run-specs
 
 sanitize: all tools
-	@for tool in memcheck racecheck; do \
-	  echo "== compute-sanitizer --tool $$tool"; \
-	  $(LUA_ENV) compute-sanitizer --tool $$tool --error-exitcode 1 --print-limit 20 \
-	    luajit $$(command -v busted) --output=spec/support/summary.lua --exclude-tags=slow,nosanitize spec || exit 1; \
-	done
+	@$(LUA_ENV) LOGS=$(BUILD)/sanitize JOBS=$(JOBS) sh spec/support/sanitize.sh
 
 clean:
 	rm -rf $(BUILD)

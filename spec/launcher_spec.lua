@@ -308,7 +308,9 @@ end)
 describe("the REPL in a terminal", function()
   local has_script = have("script")
 
-  -- Runs the launcher on a pseudo-terminal (util-linux `script`), feeding it lines slowly.
+  -- Runs the launcher on a pseudo-terminal (util-linux `script`), feeding it lines slowly. The
+  -- terminal echoes what it is fed, so these specs assume the REPL starts within the first 0.3 s;
+  -- `make sanitize` leaves them out (#nosanitize): under the sanitizers start-up takes seconds.
   local function in_terminal(env, lines)
     local feed = {}
     for _, l in ipairs(lines) do feed[#feed + 1] = "sleep 0.3; printf '%s\\n' " .. q(l) end
@@ -318,7 +320,7 @@ describe("the REPL in a terminal", function()
     return out:gsub("\r", ""), err, status
   end
 
-  it("prompts, says once that rlwrap is missing, and evaluates lines", function()
+  it("prompts, says once that rlwrap is missing, and evaluates lines #nosanitize", function()
     if not has_script then pending("util-linux `script` is not installed") return end
     local out = in_terminal({ CUSCAN_RLWRAP = "/nonexistent/rlwrap" }, { "=1 + 1", "os.exit()" })
     assert.matches("^cuscan " .. cs.version:gsub("%p", "%%%0") .. " %(LuaJIT", out)
@@ -327,7 +329,7 @@ describe("the REPL in a terminal", function()
     assert.matches("\n> =1 %+ 1\n2\n> ", out)
   end)
 
-  it("runs under rlwrap when it is installed", function()
+  it("runs under rlwrap when it is installed #nosanitize", function()
     if not has_script then pending("util-linux `script` is not installed") return end
     local dir = tmpdir()
     local fake = dir .. "/rlwrap"
