@@ -112,14 +112,16 @@ describe("README.md", function()
   end)
 
   describe("lua blocks", function()
+    -- runs a block through bin/cuscan; it must exit 0
+    local function run_block(b)
+      local file = os.tmpname() .. ".lua"
+      spit(file, b.text)
+      local out, status = sh(q(CUSCAN) .. " " .. q(file))
+      os.remove(file)
+      assert.equal(0, status, ("README.md:%d:\n%s"):format(b.line, out))
+    end
     for _, b in ipairs(of_kind("lua")) do
-      it("run: the block at README.md:" .. b.line, function()
-        local file = os.tmpname() .. ".lua"
-        spit(file, b.text)
-        local out, status = sh(q(CUSCAN) .. " " .. q(file))
-        os.remove(file)
-        assert.equal(0, status, ("README.md:%d:\n%s"):format(b.line, out))
-      end)
+      it("run: the block at README.md:" .. b.line, function() run_block(b) end)
     end
     for _, b in ipairs(of_kind("lua cuda")) do
       it("run on CUDA: the block at README.md:" .. b.line, function()
@@ -127,11 +129,7 @@ describe("README.md", function()
           pending("no CUDA device: " .. cs.cuda_unavailable_reason())
           return
         end
-        local file = os.tmpname() .. ".lua"
-        spit(file, b.text)
-        local out, status = sh(q(CUSCAN) .. " " .. q(file))
-        os.remove(file)
-        assert.equal(0, status, ("README.md:%d:\n%s"):format(b.line, out))
+        run_block(b)
       end)
     end
   end)

@@ -358,13 +358,6 @@ local function collect()
 end
 core.collect = collect
 
--- After an allocation failed: collect, then hand the device pool's cached blocks back so that the
--- retry can have them (cs_memory_trim; a no-op on the CPU).
-local function collect_for_retry()
-  collect()
-  C.cs_memory_trim(CUDA)
-end
-
 -- The bytes held come from a counter in C (no device call); the device's total is read once.
 local totals = {}
 local function rebalance(dev)
@@ -421,7 +414,7 @@ function core.empty_from_sh(ndim, dtype, dev, fname)
       -- SH may be reused by a finaliser-free path only; copy it first to be safe
       local saved = ffi.new("int64_t[8]")
       ffi.copy(saved, SH, 8 * 8)
-      collect_for_retry()
+      collect()  -- the retry's allocation trims the device pool itself if it must (alloc.c)
       st = C.cs_empty(outp, ndim, saved, dtype, dev)
     end
     if st ~= 0 then fail(fname) end
@@ -441,7 +434,7 @@ function core.empty_like(like, dtype, dev, fname)
   local st = C.cs_empty_like(outp, like, dtype, dev)
   if st ~= 0 then
     if st == S_OOM then
-      collect_for_retry()
+      collect()
       st = C.cs_empty_like(outp, like, dtype, dev)
     end
     if st ~= 0 then fail(fname) end
@@ -471,7 +464,7 @@ function core.call(fname, fn, ...)
   local st = fn(...)
   if st ~= 0 then
     if st == S_OOM then
-      collect_for_retry()
+      collect()
       st = fn(...)
     end
     if st ~= 0 then fail(fname) end
