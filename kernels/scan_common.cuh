@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <type_traits>
 #include <cuda/atomic>
+#include <cub/warp/warp_reduce.cuh>
 #include <cub/warp/warp_scan.cuh>
 #include "internal.h"
 
@@ -54,6 +55,16 @@ template <typename T, int N>
 __device__ __forceinline__ void store_vec(T *p, const Vec<T, N> &v)
 {
     *reinterpret_cast<Vec<T, N> *>(p) = v;
+}
+
+// A store marked evict-first (st.global.cs): outputs that no kernel reads back soon.
+template <typename T, int N>
+__device__ __forceinline__ void store_vec_streaming(T *p, const Vec<T, N> &v)
+{
+    constexpr int BYTES = (int)sizeof(T) * N;
+    static_assert(BYTES == 16 || BYTES == 8 || BYTES == 4, "vector of 4, 8 or 16 bytes");
+    using Bits = std::conditional_t<BYTES == 16, int4, std::conditional_t<BYTES == 8, int2, int>>;
+    __stcs(reinterpret_cast<Bits *>(p), *reinterpret_cast<const Bits *>(&v));
 }
 
 // Per-operand element offsets of line `idx` over the outer dims (x, mask, out).
@@ -134,7 +145,7 @@ inline Lookback<AccT> lookback_at(unsigned *flags, void *values, int64_t units, 
 // running block, and a block holding unit u only ever waits on units below u.
 struct WorkQueue {
     unsigned *counter;   // next unit id
-    unsigned *done;      // blocks finished; the last one resets both words for the next launch
+    unsigned *done;      // blocks done taking units; the last one resets both words for the next launch
     int64_t units;
 
     __device__ __forceinline__ int64_t take(int64_t *slot, int &parity) const
@@ -145,10 +156,12 @@ struct WorkQueue {
         parity ^= 1;
         return u;
     }
+    // Called by every block once it will take no more units (after its last take). No fence: thread
+    // 0 issues this only after its last take returned, so when the count completes every take of the
+    // launch has been performed and the reset cannot overtake one; nothing else is ordered by it.
     __device__ __forceinline__ void finish() const
     {
         if (threadIdx.x == 0) {
-            __threadfence();
             if (atomicAdd(done, 1u) == gridDim.x - 1) {
                 atomicExch(counter, 0u);
                 atomicExch(done, 0u);

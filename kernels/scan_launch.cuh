@@ -21,14 +21,18 @@ inline cs_status with_bool(bool b, F &&f)
 inline bool aligned(const void *ptr, size_t bytes) { return ((uintptr_t)ptr % bytes) == 0; }
 
 // Scratch for one launch: the work queue always, look-back status when pieces depend on each other.
+// `flag_words` status words per unit live in the flags buffer; packed status keeps its values there.
 template <typename AccT>
-inline cs_status scan_scratch(Lookback<AccT> *lb, WorkQueue *q, int64_t units, int width, bool lookback)
+inline cs_status scan_scratch(Lookback<AccT> *lb, WorkQueue *q, int64_t units, int width, bool lookback,
+                              int flag_words = 1)
 {
     unsigned *flags;
     void *values;
     unsigned epoch;
-    cs_status st = cs_cuda_lookback_scratch(&flags, lookback ? (size_t)units : 0, &values,
-                                            lookback ? 2 * (size_t)units * width * sizeof(AccT) : 0, &epoch);
+    const bool values_apart = flag_words == 1;
+    cs_status st = cs_cuda_lookback_scratch(&flags, lookback ? (size_t)units * flag_words : 0, &values,
+                                            lookback && values_apart ? 2 * (size_t)units * width * sizeof(AccT) : 0,
+                                            &epoch);
     if (st) return st;
     *lb = lookback_at<AccT>(flags, values, units, width, epoch);
     *q = work_queue_at(flags, units);
@@ -97,14 +101,13 @@ cs_status launch_rows(const cs_scan_plan *p, cudaStream_t stream)
     a.exclusive = p->exclusive;
     a.lines_per_tile = mode == SEGMENTED ? tile / p->len : 1;
     a.tiles_per_line = mode == SEGMENTED ? 1 : (p->len + (mode == LOOKBACK ? big_tile : tile) - 1) / (mode == LOOKBACK ? big_tile : tile);
-    a.use_lookback = mode == LOOKBACK;
     const int64_t units = mode == SEGMENTED ? (p->nouter + a.lines_per_tile - 1) / a.lines_per_tile
                         : mode == WHOLE_LINES ? p->nouter : p->nouter * a.tiles_per_line;
     cs_status st = grid_check(units);
     if (st) return st;
     Lookback<AccT> lb{};
     WorkQueue q{};
-    if (a.use_lookback && (st = scan_scratch(&lb, &q, units, 1, true))) return st;
+    if (mode == LOOKBACK && (st = scan_scratch(&lb, &q, units, 1, true, kLineStatusWords<AccT>))) return st;
 
     return with_bool(p->reverse, [&](auto rev) {
         return with_bool(masked, [&](auto msk) {
@@ -113,10 +116,10 @@ cs_status launch_rows(const cs_scan_plan *p, cudaStream_t stream)
                 constexpr bool R = decltype(rev)::value, M = decltype(msk)::value;
                 const unsigned grid = (unsigned)units;
                 switch (mode) {
-                case WHOLE_LINES: scan_lines_kernel<OP, InT, AccT, R, M, V><<<grid, kRowThreads, 0, stream>>>(a, lb); break;
-                case SEGMENTED: scan_rows_kernel<OP, InT, AccT, R, M, V, true, false><<<grid, kRowThreads, 0, stream>>>(a, lb, q); break;
-                case SINGLE: scan_rows_kernel<OP, InT, AccT, R, M, V, false, false><<<grid, kRowThreads, 0, stream>>>(a, lb, q); break;
-                case LOOKBACK: scan_rows_kernel<OP, InT, AccT, R, M, V, false, true><<<grid, kRowThreads, 0, stream>>>(a, lb, q); break;
+                case WHOLE_LINES: scan_lines_kernel<OP, InT, AccT, R, M, V><<<grid, kRowThreads, 0, stream>>>(a); break;
+                case SEGMENTED: scan_rows_kernel<OP, InT, AccT, R, M, V, true><<<grid, kRowThreads, 0, stream>>>(a); break;
+                case SINGLE: scan_rows_kernel<OP, InT, AccT, R, M, V, false><<<grid, kRowThreads, 0, stream>>>(a); break;
+                case LOOKBACK: scan_line_pieces_kernel<OP, InT, AccT, R, M, V><<<grid, kRowThreads, 0, stream>>>(a, lb, q); break;
                 }
                 return cs_cuda_check(cudaGetLastError(), "scan kernel launch");
             });

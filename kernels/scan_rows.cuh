@@ -13,11 +13,16 @@
 //   whole lines  many long lines: a block walks its line tile by tile with the carry in registers,
 //                loading the next tile before scanning the current one; no block waits on another;
 //   look-back    few long lines: one double-size tile per block, the pieces of a line joined by
-//                decoupled look-back (single pass, Merrill & Garland 2016).
+//                decoupled look-back (Merrill & Garland 2016). The block reads its tile twice:
+//                once to reduce it and post its total, and again, once its prefix is known, to
+//                scan it and store. The second read comes from cache (L1/L2), so DRAM still sees
+//                one read and one write, and a block waits on its prefix holding no tile in
+//                registers: three blocks fit per SM, and more of the line is in flight.
 // In every mode the order of the combines follows from the shape alone, never from timing, so a
 // scan gives the same bits on every run.
 // Reverse walks tiles from the end and reverses each vector in registers: no flips in memory.
 #pragma once
+#include <cstring>
 #include "scan_common.cuh"
 
 namespace cuscan {
@@ -36,7 +41,7 @@ struct RowShape {
 };
 
 // BIG tiles (twice the bytes) serve lines split over blocks: fewer tiles, so the look-back front has
-// fewer hops to make along a long line.
+// fewer hops to make along a long line, and more bytes per SM in flight.
 template <typename InT, int VEC, bool BIG = false>
 struct RowTile {
     static constexpr int BYTES = BIG ? 2 * kRowBytesPerThread : kRowBytesPerThread;
@@ -56,7 +61,6 @@ struct RowsArgs {
     int64_t tiles_per_line; // lines mode
     int64_t lines_per_tile; // segmented mode
     int exclusive;
-    int use_lookback;
 };
 
 // (flag, value) pairs for the segmented scan: a set flag starts a new line.
@@ -91,14 +95,80 @@ __device__ __forceinline__ SegPair<T> warp_seg_scan(Op op, SegPair<T> p, SegPair
     return p;
 }
 
+// How the pieces of a line post their totals and read their predecessors'. Packed: for 4-byte
+// accumulators a piece's state (epoch << 2 | state) and value share one 64-bit word, so a post is one
+// store and a poll reads state and value in one load, with no fences (as CUB's tile status for small
+// types). Split: wider accumulators keep Lookback's flag (release / acquire) and value arrays, and a
+// poll that finds the window posted reads the values in a second round trip.
+template <typename AccT>
+struct PackedStatus {
+    static constexpr bool kValueWithState = true;
+    unsigned long long *word;
+    unsigned epoch;
+
+    __device__ __forceinline__ void post(int64_t unit, unsigned state, AccT v) const
+    {
+        const unsigned long long w = (unsigned long long)(epoch << 2 | state) << 32 | bits_of(v);
+        cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(word[unit]).store(w, cuda::memory_order_relaxed);
+    }
+    __device__ __forceinline__ unsigned poll(int64_t unit, AccT &v) const
+    {
+        const unsigned long long w =
+            cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(word[unit]).load(cuda::memory_order_relaxed);
+        const unsigned hi = (unsigned)(w >> 32), lo = (unsigned)w;
+        memcpy(&v, &lo, sizeof v);
+        return (hi >> 2) == epoch ? (hi & 3u) : kEmpty;
+    }
+    __device__ __forceinline__ AccT value(int64_t, bool) const { return AccT(); }  // never called
+
+    __device__ __forceinline__ static unsigned bits_of(AccT v)
+    {
+        unsigned b;
+        memcpy(&b, &v, sizeof b);
+        return b;
+    }
+};
+
+template <typename AccT>
+struct SplitStatus {
+    static constexpr bool kValueWithState = false;
+    Lookback<AccT> lb;
+
+    __device__ __forceinline__ void post(int64_t unit, unsigned state, AccT v) const
+    {
+        (state == kInclusive ? lb.inclusive : lb.aggregate)[unit] = v;
+        lb.set_flag(unit, state);
+    }
+    __device__ __forceinline__ unsigned poll(int64_t unit, AccT &) const { return lb.get_flag(unit); }
+    __device__ __forceinline__ AccT value(int64_t unit, bool inclusive) const
+    {
+        return __ldcg((inclusive ? lb.inclusive : lb.aggregate) + unit);
+    }
+};
+
+template <typename AccT>
+using LineStatus = std::conditional_t<sizeof(AccT) == 4, PackedStatus<AccT>, SplitStatus<AccT>>;
+
+// Status words a launch needs per piece (in the zeroed flags buffer): 2 when packed.
+template <typename AccT>
+constexpr int kLineStatusWords = sizeof(AccT) == 4 ? 2 : 1;
+
+template <typename AccT>
+__device__ __forceinline__ LineStatus<AccT> line_status(const Lookback<AccT> &lb)
+{
+    if constexpr (sizeof(AccT) == 4) return PackedStatus<AccT>{ reinterpret_cast<unsigned long long *>(lb.flag), lb.epoch };
+    else return SplitStatus<AccT>{ lb };
+}
+
 // Exclusive prefix of unit `unit` of a line whose first unit is `first`: run by one whole warp.
 // Waits until every predecessor in a 128-wide window has posted, finds the nearest inclusive
 // prefix there, and folds the aggregates after it in order (see scan_common.cuh).
-template <typename Op, typename AccT>
-__device__ __noinline__ AccT lookback_line(Op op, const Lookback<AccT> &lb, int64_t unit, int64_t first, AccT *window)
+template <typename Op, typename Status, typename AccT>
+__device__ __noinline__ AccT lookback_line(Op op, const Status &st, int64_t unit, int64_t first, AccT *window)
 {
     const int lane = threadIdx.x & 31;
     unsigned flag[kLookbackPerLane];
+    AccT val[kLookbackPerLane];
     for (;;) {
         bool waiting;
         do {
@@ -106,7 +176,8 @@ __device__ __noinline__ AccT lookback_line(Op op, const Lookback<AccT> &lb, int6
 #pragma unroll
             for (int j = 0; j < kLookbackPerLane; j++) {
                 int64_t u = unit - 1 - lane - 32 * j;
-                flag[j] = u >= first ? lb.get_flag(u) : kInclusive;
+                val[j] = Op::identity();
+                flag[j] = u >= first ? st.poll(u, val[j]) : kInclusive;
                 waiting |= flag[j] == kEmpty;
             }
         } while (__any_sync(0xffffffffu, waiting));
@@ -122,8 +193,7 @@ __device__ __noinline__ AccT lookback_line(Op op, const Lookback<AccT> &lb, int6
             int dist = lane + 32 * j;
             int64_t u = unit - 1 - dist;
             if (dist <= nearest)
-                window[dist] = u < first ? Op::identity()
-                                         : (dist == nearest ? __ldcg(lb.inclusive + u) : __ldcg(lb.aggregate + u));
+                window[dist] = (Status::kValueWithState || u < first) ? val[j] : st.value(u, dist == nearest);
         }
         __syncwarp();
         AccT acc = Op::identity();
@@ -182,41 +252,76 @@ struct RowTileScan {
         AccT window[32 * kLookbackPerLane];
     };
 
-    __device__ __forceinline__ static void load(const RowsArgs &a, int64_t unit, Regs &r)
+    // Chunk k of this thread's part of the tile, in scan order (reversed in registers for REVERSE).
+    __device__ __forceinline__ static void load_chunk(const RowsArgs &a, const RowSpan &sp, int k, AccT (&v)[VEC])
     {
         const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-        const RowSpan sp = row_span<REVERSE, SEG, Tile::SIZE>(a, unit);
         const InT *x = static_cast<const InT *>(a.x) + sp.ox;
         const unsigned char *m = a.mask + sp.om;
+        const int e0 = warp * Tile::WARP_SPAN + k * 32 * VEC + lane * VEC;
+        if (e0 < sp.count) {
+            const int64_t p = sp.pbase + (REVERSE ? sp.count - e0 - VEC : e0);
+            if constexpr (VEC > 1) {
+                Vec<InT, VEC> xv = load_vec<InT, VEC>(x + p);
+                Vec<unsigned char, VEC> mv;
+                if constexpr (MASKED) mv = load_vec<unsigned char, VEC>(m + p);
 #pragma unroll
-        for (int k = 0; k < K; k++) {
-            const int e0 = warp * Tile::WARP_SPAN + k * 32 * VEC + lane * VEC;
-            if (e0 < sp.count) {
-                const int64_t p = sp.pbase + (REVERSE ? sp.count - e0 - VEC : e0);
-                if constexpr (VEC > 1) {
-                    Vec<InT, VEC> xv = load_vec<InT, VEC>(x + p);
-                    Vec<unsigned char, VEC> mv;
-                    if constexpr (MASKED) mv = load_vec<unsigned char, VEC>(m + p);
-#pragma unroll
-                    for (int j = 0; j < VEC; j++) {
-                        const int s = REVERSE ? VEC - 1 - j : j;
-                        r.v[k][j] = (!MASKED || mv.v[s]) ? to_acc<AccT>(xv.v[s]) : Op::identity();
-                    }
-                } else {
-                    r.v[k][0] = (!MASKED || m[p * a.sm]) ? to_acc<AccT>(x[p * a.sx]) : Op::identity();
+                for (int j = 0; j < VEC; j++) {
+                    const int s = REVERSE ? VEC - 1 - j : j;
+                    v[j] = (!MASKED || mv.v[s]) ? to_acc<AccT>(xv.v[s]) : Op::identity();
                 }
             } else {
-#pragma unroll
-                for (int j = 0; j < VEC; j++) r.v[k][j] = Op::identity();
+                v[0] = (!MASKED || m[p * a.sm]) ? to_acc<AccT>(x[p * a.sx]) : Op::identity();
             }
+        } else {
+#pragma unroll
+            for (int j = 0; j < VEC; j++) v[j] = Op::identity();
         }
     }
 
-    // Scans tile `unit` and stores it. The tile's prefix comes from look-back (lines split over
-    // blocks), or is `carry` (a block walking a whole line: then the new carry is returned).
-    __device__ __forceinline__ static AccT scan_and_store(const RowsArgs &a, const Lookback<AccT> &lb, int64_t unit,
-                                                          const Regs &r, Shared &sh, bool with_carry = false,
-                                                          AccT carry_in = Op::identity())
+    __device__ __forceinline__ static void load(const RowsArgs &a, int64_t unit, Regs &r)
+    {
+        const RowSpan sp = row_span<REVERSE, SEG, Tile::SIZE>(a, unit);
+#pragma unroll
+        for (int k = 0; k < K; k++) load_chunk(a, sp, k, r.v[k]);
+    }
+
+    // Stores chunk k, scanned from `b` (the prefix of its first element). STREAM marks the stores
+    // evict-first, so they do not push out input that is still to be read again.
+    template <bool STREAM = false>
+    __device__ __forceinline__ static void store_chunk(const RowsArgs &a, const RowSpan &sp, int k, AccT b,
+                                                       const AccT (&v)[VEC])
+    {
+        const Op op;
+        const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+        const int e0 = warp * Tile::WARP_SPAN + k * 32 * VEC + lane * VEC;
+        if (e0 >= sp.count) return;
+        AccT *y = static_cast<AccT *>(a.out) + sp.oo;
+        AccT out[VEC];
+#pragma unroll
+        for (int j = 0; j < VEC; j++) {
+            AccT nb = op(b, v[j]);
+            out[j] = a.exclusive ? b : nb;
+            b = nb;
+        }
+        const int64_t p = sp.pbase + (REVERSE ? sp.count - e0 - VEC : e0);
+        if constexpr (VEC > 1) {
+            Vec<AccT, VEC> ov;
+#pragma unroll
+            for (int j = 0; j < VEC; j++) ov.v[REVERSE ? VEC - 1 - j : j] = out[j];
+            if constexpr (STREAM) store_vec_streaming<AccT, VEC>(y + p, ov);
+            else store_vec<AccT, VEC>(y + p, ov);
+        } else if constexpr (STREAM) {
+            __stcs(y + p * a.so, out[0]);
+        } else {
+            y[p * a.so] = out[0];
+        }
+    }
+
+    // Scans tile `unit` and stores it. With `with_carry` (a block walking a whole line) the tile
+    // starts from `carry_in` and the new carry is returned; otherwise it starts a line.
+    __device__ __forceinline__ static AccT scan_and_store(const RowsArgs &a, int64_t unit, const Regs &r, Shared &sh,
+                                                          bool with_carry = false, AccT carry_in = Op::identity())
     {
         const Op op;
         const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -268,7 +373,7 @@ struct RowTileScan {
         }
         __syncthreads();
 
-        // the warps before this one, and the tile's prefix from the tiles before it (look-back)
+        // the warps before this one, and the carry from the tiles before this one
         AccT warp_prefix = Op::identity();
         int warp_prefix_flag = 0;
         for (int w = 0; w < warp; w++) {
@@ -290,39 +395,11 @@ struct RowTileScan {
                 for (int w = 1; w < kRowWarps; w++) tile_total = op(tile_total, sh.warp_total[w]);
                 prefix = carry_in;
                 carry_out = op(carry_in, tile_total);
-            } else if (a.use_lookback) {
-                if (warp == 0) {
-                    AccT tile_total = sh.warp_total[0];
-                    for (int w = 1; w < kRowWarps; w++) tile_total = op(tile_total, sh.warp_total[w]);
-                    AccT p = Op::identity();
-                    if (sp.piece == 0) {
-                        if (lane == 0) {
-                            lb.inclusive[unit] = op(p, tile_total);
-                            lb.set_flag(unit, kInclusive);
-                        }
-                    } else {
-                        if (lane == 0) {
-                            lb.aggregate[unit] = tile_total;
-                            lb.set_flag(unit, kAggregate);
-                        }
-                        p = lookback_line(op, lb, unit, unit - sp.piece, sh.window);
-                        if (lane == 0) {
-                            lb.inclusive[unit] = op(p, tile_total);
-                            lb.set_flag(unit, kInclusive);
-                        }
-                    }
-                    if (lane == 0) sh.prefix = p;
-                }
-                __syncthreads();
-                prefix = sh.prefix;
             }
         }
 
-        AccT *y = static_cast<AccT *>(a.out) + sp.oo;
 #pragma unroll
         for (int k = 0; k < K; k++) {
-            const int e0 = warp * Tile::WARP_SPAN + k * 32 * VEC + lane * VEC;
-            if (e0 >= sp.count) continue;
             AccT b;
             if constexpr (SEG) {
                 // a line starting in this lane starts from the identity; otherwise it continues from
@@ -333,42 +410,103 @@ struct RowTileScan {
             } else {
                 b = op(prefix, op(warp_prefix, lane_prefix[k]));
             }
-            AccT out[VEC];
-#pragma unroll
-            for (int j = 0; j < VEC; j++) {
-                AccT nb = op(b, r.v[k][j]);
-                out[j] = a.exclusive ? b : nb;
-                b = nb;
-            }
-            const int64_t p = sp.pbase + (REVERSE ? sp.count - e0 - VEC : e0);
-            if constexpr (VEC > 1) {
-                Vec<AccT, VEC> ov;
-#pragma unroll
-                for (int j = 0; j < VEC; j++) ov.v[REVERSE ? VEC - 1 - j : j] = out[j];
-                store_vec<AccT, VEC>(y + p, ov);
-            } else {
-                y[p * a.so] = out[0];
-            }
+            store_chunk(a, sp, k, b, r.v[k]);
         }
         return carry_out;
     }
 };
 
-// One tile per block; the pieces of a line that spans several tiles are joined by look-back. Blocks
-// take tile ids in order from a counter then, so every predecessor of a tile is running or done.
-template <int OP, typename InT, typename AccT, bool REVERSE, bool MASKED, int VEC, bool SEG, bool BIG>
-__global__ void __launch_bounds__(kRowThreads, BIG ? 2 : 3)
-scan_rows_kernel(const RowsArgs a, const Lookback<AccT> lb, const WorkQueue q)
+// One tile per block, each tile whole lines (segmented) or the whole of one line (single).
+template <int OP, typename InT, typename AccT, bool REVERSE, bool MASKED, int VEC, bool SEG>
+__global__ void __launch_bounds__(kRowThreads, 3)
+scan_rows_kernel(const RowsArgs a)
 {
-    using T = RowTileScan<OP, InT, AccT, REVERSE, MASKED, VEC, SEG, BIG>;
+    using T = RowTileScan<OP, InT, AccT, REVERSE, MASKED, VEC, SEG>;
+    __shared__ typename T::Shared sh;
+    typename T::Regs r;
+    T::load(a, blockIdx.x, r);
+    T::scan_and_store(a, blockIdx.x, r, sh);
+}
+
+// Few long lines: a BIG tile per block, the pieces of a line joined by look-back. Blocks take tile
+// ids in order from a counter, so every predecessor of a tile is running or done. The first read of
+// the tile only reduces it (all its loads in flight at once); the second, after the look-back,
+// scans chunk by chunk from cache and streams the outputs out, so a waiting block holds no tile.
+template <int OP, typename InT, typename AccT, bool REVERSE, bool MASKED, int VEC>
+__global__ void __launch_bounds__(kRowThreads, 3)
+scan_line_pieces_kernel(const RowsArgs a, const Lookback<AccT> lb, const WorkQueue q)
+{
+    using T = RowTileScan<OP, InT, AccT, REVERSE, MASKED, VEC, false, true>;
+    using Op = ScanOp<OP, AccT>;
+    const Op op;
     __shared__ typename T::Shared sh;
     __shared__ int64_t slot[2];
     int parity = 0;
-    const int64_t u = a.use_lookback ? q.take(slot, parity) : blockIdx.x;
-    typename T::Regs r;
-    T::load(a, u, r);
-    T::scan_and_store(a, lb, u, r, sh);
-    if (a.use_lookback) q.finish();
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int64_t unit = q.take(slot, parity);
+    q.finish();  // one unit per block: it takes no more
+    const RowSpan sp = row_span<REVERSE, false, T::Tile::SIZE>(a, unit);
+
+    // read 1: the warp's total (a fixed order: lane folds, then CUB's shuffle tree)
+    AccT total = Op::identity();
+    {
+        typename T::Regs r;
+        T::load(a, unit, r);
+#pragma unroll
+        for (int k = 0; k < T::K; k++)
+#pragma unroll
+            for (int j = 0; j < VEC; j++) total = op(total, r.v[k][j]);
+    }
+    {
+        typename cub::WarpReduce<AccT>::TempStorage unused;
+        total = cub::WarpReduce<AccT>(unused).Reduce(total, op);
+    }
+    if (lane == 0) sh.warp_total[warp] = total;
+    __syncthreads();
+
+    // warp 0 posts the tile's total and looks back for its prefix
+    if (warp == 0) {
+        const LineStatus<AccT> st = line_status(lb);
+        AccT tile_total = sh.warp_total[0];
+        for (int w = 1; w < kRowWarps; w++) tile_total = op(tile_total, sh.warp_total[w]);
+        AccT p = Op::identity();
+        if (sp.piece == 0) {
+            if (lane == 0) st.post(unit, kInclusive, tile_total);
+        } else {
+            if (lane == 0) st.post(unit, kAggregate, tile_total);
+            p = lookback_line(op, st, unit, unit - sp.piece, sh.window);
+            if (lane == 0) st.post(unit, kInclusive, op(p, tile_total));
+        }
+        if (lane == 0) sh.prefix = p;
+    }
+    __syncthreads();
+
+    // read 2: scan chunk by chunk with a running warp carry, from the tile's prefix and the
+    // totals of the warps before this one
+    AccT carry = sh.prefix;
+    for (int w = 0; w < warp; w++) carry = op(carry, sh.warp_total[w]);
+    using WarpScan = cub::WarpScan<AccT>;
+    typename WarpScan::TempStorage unused;
+    constexpr int BATCH = 4;   // chunks loaded together, so cache latency overlaps
+    static_assert(T::K % BATCH == 0, "whole batches");
+#pragma unroll
+    for (int k0 = 0; k0 < T::K; k0 += BATCH) {
+        AccT v[BATCH][VEC];
+#pragma unroll
+        for (int b = 0; b < BATCH; b++) T::load_chunk(a, sp, k0 + b, v[b]);
+#pragma unroll
+        for (int b = 0; b < BATCH; b++) {
+            AccT t = v[b][0];
+#pragma unroll
+            for (int j = 1; j < VEC; j++) t = op(t, v[b][j]);
+            AccT incl, chunk_total;
+            WarpScan(unused).InclusiveScan(t, incl, op, chunk_total);
+            AccT ex = __shfl_up_sync(0xffffffffu, incl, 1);
+            if (lane == 0) ex = Op::identity();
+            T::template store_chunk<true>(a, sp, k0 + b, op(carry, ex), v[b]);
+            carry = op(carry, chunk_total);
+        }
+    }
 }
 
 // A block per line, walking its tiles in order with the carry in registers; it loads the next tile
@@ -376,7 +514,7 @@ scan_rows_kernel(const RowsArgs a, const Lookback<AccT> lb, const WorkQueue q)
 // chain is the look-back chain's (P_t = P_{t-1} op A_t) over tiles of this size.
 template <int OP, typename InT, typename AccT, bool REVERSE, bool MASKED, int VEC>
 __global__ void __launch_bounds__(kRowThreads)
-scan_lines_kernel(const RowsArgs a, const Lookback<AccT> lb)
+scan_lines_kernel(const RowsArgs a)
 {
     using T = RowTileScan<OP, InT, AccT, REVERSE, MASKED, VEC, false>;
     using Op = ScanOp<OP, AccT>;
@@ -388,11 +526,11 @@ scan_lines_kernel(const RowsArgs a, const Lookback<AccT> lb)
     T::load(a, first, ra);
     for (int64_t u = first; u < end; u += 2) {
         if (u + 1 < end) T::load(a, u + 1, rb);
-        carry = T::scan_and_store(a, lb, u, ra, sh, true, carry);
+        carry = T::scan_and_store(a, u, ra, sh, true, carry);
         __syncthreads();   // shared totals are reused by the next tile
         if (u + 1 >= end) break;
         if (u + 2 < end) T::load(a, u + 2, ra);
-        carry = T::scan_and_store(a, lb, u + 1, rb, sh, true, carry);
+        carry = T::scan_and_store(a, u + 1, rb, sh, true, carry);
         __syncthreads();
     }
 }

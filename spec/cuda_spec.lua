@@ -61,7 +61,7 @@ describe("CUDA against the CPU #cuda", function()
   for _, op in ipairs({ "sum", "prod" }) do
     for _, dtype in ipairs({ "float32", "float64", "int32", "int64" }) do
       it(("agree on long lines spanning many blocks: %s %s"):format(op, dtype), function()
-        for _, len in ipairs({ 100003, 1048583, 4194304 + 1 }) do
+        for _, len in ipairs({ 100003, 1048583, 4194304 + 1, 2 ^ 21 }) do  -- odd: one element a lane; 2^21: vectors
           local x = values({ 2, len }, dtype, op, len)
           local m = cs.rand({ 2, len }, { seed = len + 1, device = "cpu" }):lt(0.8)
           for _, f in ipairs({ {}, { reverse = true }, { exclusive = true }, { mask = m }, { reverse = true, exclusive = true, mask = m } }) do

@@ -17,6 +17,87 @@
 
 static _Atomic int64_t held_bytes[2];
 
+/* ---- large host blocks kept for reuse ----
+ * A fresh page costs a fault and a clear by the kernel: x:cpu() of 1 GiB into new pages ran at about
+ * half the host link's speed, bound by the host's memory bandwidth, and at the link's speed into
+ * pages already mapped (bench/NOTES.md). So freed host blocks of 8 MiB and more are kept and handed
+ * to the next request of nearly the same size, and a loop that makes host tensors of one size keeps
+ * reusing its pages. At most HOST_CACHE_SLOTS blocks and 1/16 of physical memory are kept;
+ * cs_memory_trim(CS_CPU) and a failed allocation give them back. Off under AddressSanitizer, so
+ * that every use after free is still caught. */
+enum { HOST_CACHE_SLOTS = 8 };
+#define HUGE_BYTES ((size_t)2 << 20)
+#define HOST_CACHE_MIN (4 * HUGE_BYTES)
+#if defined(__SANITIZE_ADDRESS__)
+#define HOST_CACHE_ON 0
+#else
+#define HOST_CACHE_ON 1
+#endif
+static struct {
+    void *data;
+    size_t bytes;
+} host_cache[HOST_CACHE_SLOTS];
+static size_t host_cached;
+static pthread_mutex_t host_cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Bytes a host storage of `bytes` really takes (see cs_storage_new). */
+static size_t host_rounded(size_t bytes)
+{
+    size_t rounded = (bytes + 255) & ~(size_t)255;
+    return rounded >= HOST_CACHE_MIN ? (rounded + HUGE_BYTES - 1) & ~(HUGE_BYTES - 1) : rounded;
+}
+
+/* The smallest kept block of `rounded` to `rounded` + 1/4 bytes (its size in *got), or NULL. */
+static void *host_cache_take(size_t rounded, size_t *got)
+{
+    void *data = NULL;
+    pthread_mutex_lock(&host_cache_lock);
+    int best = -1;
+    for (int i = 0; i < HOST_CACHE_SLOTS; i++)
+        if (host_cache[i].data && host_cache[i].bytes >= rounded && host_cache[i].bytes <= rounded + rounded / 4 &&
+            (best < 0 || host_cache[i].bytes < host_cache[best].bytes))
+            best = i;
+    if (best >= 0) {
+        data = host_cache[best].data;
+        *got = host_cache[best].bytes;
+        host_cached -= host_cache[best].bytes;
+        host_cache[best].data = NULL;
+    }
+    pthread_mutex_unlock(&host_cache_lock);
+    return data;
+}
+
+/* Keeps a freed block of `rounded` bytes if there is room; returns 0 when the caller must free it. */
+static int host_cache_put(void *data, size_t rounded)
+{
+    if (!HOST_CACHE_ON || rounded < HOST_CACHE_MIN) return 0;
+    static size_t cap;
+    if (!cap) cap = (size_t)sysconf(_SC_PHYS_PAGES) * (size_t)sysconf(_SC_PAGESIZE) / 16;
+    int kept = 0;
+    pthread_mutex_lock(&host_cache_lock);
+    if (host_cached + rounded <= cap)
+        for (int i = 0; i < HOST_CACHE_SLOTS && !kept; i++)
+            if (!host_cache[i].data) {
+                host_cache[i].data = data;
+                host_cache[i].bytes = rounded;
+                host_cached += rounded;
+                kept = 1;
+            }
+    pthread_mutex_unlock(&host_cache_lock);
+    return kept;
+}
+
+static void host_cache_drain(void)
+{
+    pthread_mutex_lock(&host_cache_lock);
+    for (int i = 0; i < HOST_CACHE_SLOTS; i++) {
+        free(host_cache[i].data);
+        host_cache[i].data = NULL;
+    }
+    host_cached = 0;
+    pthread_mutex_unlock(&host_cache_lock);
+}
+
 /* ---- CUDA context ---- */
 static struct {
     pthread_once_t once;
@@ -185,6 +266,7 @@ int64_t cs_memory_in_use(cs_device device)
 
 cs_status cs_memory_trim(cs_device device)
 {
+    if (device == CS_CPU) host_cache_drain();
     if (device != CS_CUDA) return CS_OK;
     cs_status st = cs_cuda_ready();
     if (st) return st;
@@ -201,6 +283,7 @@ cs_status cs_memory_trim(cs_device device)
 cs_status cs_storage_new(cs_storage **out, cs_device device, size_t bytes)
 {
     void *data = NULL;
+    size_t block = 0;
     if (device == CS_CUDA) {
         cs_status st = cs_cuda_ready();
         if (st) return st;
@@ -210,17 +293,22 @@ cs_status cs_storage_new(cs_storage **out, cs_device device, size_t bytes)
         if (device == CS_CPU) {
             /* large buffers on 2 MiB boundaries with transparent huge pages: the first touch then
              * faults once per 2 MiB rather than per 4 KiB (x:cpu() of 1 GiB ran at 17% of the link
-             * speed, bound by page faults, without) */
-            const size_t huge = (size_t)2 << 20;
-            int big = rounded >= 4 * huge;
-            if (big) rounded = (rounded + huge - 1) & ~(huge - 1);
-            if (posix_memalign(&data, big ? huge : 64, rounded) != 0) {
-                long page = sysconf(_SC_PAGESIZE);
-                return cs_fail(CS_ERR_OUT_OF_MEMORY, "host out of memory: asked for %zu bytes, %lld free of %lld",
-                               bytes, (long long)sysconf(_SC_AVPHYS_PAGES) * page, (long long)sysconf(_SC_PHYS_PAGES) * page);
+             * speed, bound by page faults, without); and reused when they come back (see above) */
+            int big = rounded >= HOST_CACHE_MIN;
+            rounded = block = host_rounded(bytes);
+            if (big) data = host_cache_take(rounded, &block);
+            if (!data && posix_memalign(&data, big ? HUGE_BYTES : 64, rounded) != 0) {
+                data = NULL;
+                host_cache_drain();
+                if (posix_memalign(&data, big ? HUGE_BYTES : 64, rounded) != 0) {
+                    long page = sysconf(_SC_PAGESIZE);
+                    return cs_fail(CS_ERR_OUT_OF_MEMORY, "host out of memory: asked for %zu bytes, %lld free of %lld",
+                                   bytes, (long long)sysconf(_SC_AVPHYS_PAGES) * page,
+                                   (long long)sysconf(_SC_PHYS_PAGES) * page);
+                }
             }
 #ifdef MADV_HUGEPAGE
-            if (big) madvise(data, rounded, MADV_HUGEPAGE);
+            if (big) madvise(data, block, MADV_HUGEPAGE);
 #endif
         } else {
 #if CS_WITH_CUDA
@@ -254,6 +342,7 @@ cs_status cs_storage_new(cs_storage **out, cs_device device, size_t bytes)
     s->device = device;
     s->data = data;
     s->bytes = bytes;
+    s->block_bytes = block;
     atomic_fetch_add(&held_bytes[device], (int64_t)bytes);
     *out = s;
     return CS_OK;
@@ -263,7 +352,7 @@ void cs_storage_release(cs_storage *s)
 {
     if (!s || --s->refcount > 0) return;
     if (s->device == CS_CPU) {
-        free(s->data);
+        if (!host_cache_put(s->data, s->block_bytes)) free(s->data);
     } else {
 #if CS_WITH_CUDA
         if (s->data && !cuda.lost) {

@@ -89,8 +89,10 @@ cs_status cs_memory_info(cs_device device, int64_t *in_use, int64_t *free_bytes,
  * call after every allocation). */
 int64_t cs_memory_in_use(cs_device device);
 
-/* Hands device memory that cuscan's pool keeps cached for reuse back to the device (after waiting
- * for queued work), so that other processes can have it. No-op on the CPU. */
+/* Hands memory that cuscan keeps cached for reuse back: on CS_CUDA the device pool's free blocks
+ * (after waiting for queued work), so that other processes can have them; on CS_CPU the freed host
+ * blocks of 8 MiB and more kept for the next host tensor of about the same size (at most 8 blocks
+ * and 1/16 of physical memory; fresh pages cost the kernel a fault and a clear each). */
 cs_status cs_memory_trim(cs_device device);
 
 /* The host link's own speed, for comparison with cs_copy between devices: copies `bytes` between a

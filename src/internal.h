@@ -12,6 +12,7 @@ typedef struct cs_storage {
     cs_device device;
     void *data;
     size_t bytes;
+    size_t block_bytes;        /* host: the size of the block behind data (a reused block may be larger) */
 } cs_storage;
 
 struct cs_tensor {

@@ -230,5 +230,12 @@ function cs.memory_info(device)
   return { in_use = in_use, free = free, total = total, device = core.DEVICE_NAME[dev] }
 end
 
+-- cs.memory_trim([device]): hands back memory cuscan keeps cached for reuse (the device pool's free
+-- blocks; on the CPU, freed host blocks of 8 MiB and more kept for the next tensor of that size).
+function cs.memory_trim(device)
+  local dev = device == nil and default_dev or core.parse_device(device, "memory_trim")
+  if C.cs_memory_trim(dev) ~= 0 then core.fail("memory_trim") end
+end
+
 registry["cuscan"] = cs
 return cs
