@@ -8,6 +8,7 @@
 // timing gives. So float results never depend on scheduling.
 #pragma once
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 #include <cuda/atomic>
 #include <cub/warp/warp_reduce.cuh>
@@ -55,6 +56,35 @@ template <typename T, int N>
 __device__ __forceinline__ void store_vec(T *p, const Vec<T, N> &v)
 {
     *reinterpret_cast<Vec<T, N> *>(p) = v;
+}
+
+// Cache hints for loads: PLAIN as the compiler likes; L1 (ld.global.ca) allocates in L1, for data
+// the same block reads again soon; LAST (ld.global.lu) marks the last read, so the lines go first.
+enum LoadHint { kPlain, kL1, kLast };
+
+template <LoadHint H, typename T>
+__device__ __forceinline__ T load_hinted(const T *p)
+{
+    if constexpr (H == kL1) return __ldca(p);
+    else if constexpr (H == kLast) return __ldlu(p);
+    else return *p;
+}
+
+template <typename T, int N, LoadHint H>
+__device__ __forceinline__ Vec<T, N> load_vec_hinted(const T *p)
+{
+    if constexpr (H == kPlain) {
+        return *reinterpret_cast<const Vec<T, N> *>(p);
+    } else {
+        constexpr int BYTES = (int)sizeof(T) * N;
+        static_assert(BYTES == 16 || BYTES == 8 || BYTES == 4 || BYTES == 2, "vector of 2 to 16 bytes");
+        using Bits = std::conditional_t<BYTES == 16, int4, std::conditional_t<BYTES == 8, int2,
+                     std::conditional_t<BYTES == 4, int, short>>>;
+        const Bits b = load_hinted<H>(reinterpret_cast<const Bits *>(p));
+        Vec<T, N> v;
+        memcpy(&v, &b, sizeof v);
+        return v;
+    }
 }
 
 // A store marked evict-first (st.global.cs): outputs that no kernel reads back soon.

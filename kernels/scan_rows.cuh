@@ -253,6 +253,7 @@ struct RowTileScan {
     };
 
     // Chunk k of this thread's part of the tile, in scan order (reversed in registers for REVERSE).
+    template <LoadHint H = kPlain>
     __device__ __forceinline__ static void load_chunk(const RowsArgs &a, const RowSpan &sp, int k, AccT (&v)[VEC])
     {
         const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -262,16 +263,17 @@ struct RowTileScan {
         if (e0 < sp.count) {
             const int64_t p = sp.pbase + (REVERSE ? sp.count - e0 - VEC : e0);
             if constexpr (VEC > 1) {
-                Vec<InT, VEC> xv = load_vec<InT, VEC>(x + p);
+                Vec<InT, VEC> xv = load_vec_hinted<InT, VEC, H>(x + p);
                 Vec<unsigned char, VEC> mv;
-                if constexpr (MASKED) mv = load_vec<unsigned char, VEC>(m + p);
+                if constexpr (MASKED) mv = load_vec_hinted<unsigned char, VEC, H>(m + p);
 #pragma unroll
                 for (int j = 0; j < VEC; j++) {
                     const int s = REVERSE ? VEC - 1 - j : j;
                     v[j] = (!MASKED || mv.v[s]) ? to_acc<AccT>(xv.v[s]) : Op::identity();
                 }
             } else {
-                v[0] = (!MASKED || m[p * a.sm]) ? to_acc<AccT>(x[p * a.sx]) : Op::identity();
+                v[0] = (!MASKED || load_hinted<H>(m + p * a.sm)) ? to_acc<AccT>(load_hinted<H>(x + p * a.sx))
+                                                                  : Op::identity();
             }
         } else {
 #pragma unroll
@@ -447,15 +449,20 @@ scan_line_pieces_kernel(const RowsArgs a, const Lookback<AccT> lb, const WorkQue
     q.finish();  // one unit per block: it takes no more
     const RowSpan sp = row_span<REVERSE, false, T::Tile::SIZE>(a, unit);
 
-    // read 1: the warp's total (a fixed order: lane folds, then CUB's shuffle tree)
+    // read 1: the warp's total (a fixed order: lane folds, then CUB's shuffle tree), loads kept in
+    // L1 for read 2; all of a thread's chunks in flight at once (half of them when masked, whose
+    // mask bytes would otherwise spill)
+    constexpr int READ1 = MASKED ? T::K / 2 : T::K;
     AccT total = Op::identity();
-    {
-        typename T::Regs r;
-        T::load(a, unit, r);
 #pragma unroll
-        for (int k = 0; k < T::K; k++)
+    for (int k0 = 0; k0 < T::K; k0 += READ1) {
+        AccT v[READ1][VEC];
 #pragma unroll
-            for (int j = 0; j < VEC; j++) total = op(total, r.v[k][j]);
+        for (int b = 0; b < READ1; b++) T::template load_chunk<kL1>(a, sp, k0 + b, v[b]);
+#pragma unroll
+        for (int b = 0; b < READ1; b++)
+#pragma unroll
+            for (int j = 0; j < VEC; j++) total = op(total, v[b][j]);
     }
     {
         typename cub::WarpReduce<AccT>::TempStorage unused;
@@ -493,7 +500,7 @@ scan_line_pieces_kernel(const RowsArgs a, const Lookback<AccT> lb, const WorkQue
     for (int k0 = 0; k0 < T::K; k0 += BATCH) {
         AccT v[BATCH][VEC];
 #pragma unroll
-        for (int b = 0; b < BATCH; b++) T::load_chunk(a, sp, k0 + b, v[b]);
+        for (int b = 0; b < BATCH; b++) T::template load_chunk<kLast>(a, sp, k0 + b, v[b]);
 #pragma unroll
         for (int b = 0; b < BATCH; b++) {
             AccT t = v[b][0];
