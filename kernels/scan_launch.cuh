@@ -73,7 +73,7 @@ cs_status launch_rows(const cs_scan_plan *p, cudaStream_t stream)
         for (int o = 0; o < 3; o++)
             if ((o != 1 || masked) && p->outer.strides[o][d] % VEC != 0) vec = false;
     const int64_t tile = vec ? RowTile<InT, VEC>::SIZE : RowTile<InT, 1>::SIZE;
-    const int64_t big_tile = vec ? RowTile<InT, VEC, true>::SIZE : RowTile<InT, 1, true>::SIZE;
+    const int64_t big_tile = vec ? RowTile<InT, VEC, kPieceScale>::SIZE : RowTile<InT, 1, kPieceScale>::SIZE;
     bool packed = unit_stride && p->outer.ndim <= 1;
     if (p->outer.ndim == 1)
         for (int o = 0; o < 3; o++)

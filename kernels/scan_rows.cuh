@@ -40,12 +40,15 @@ struct RowShape {
     static constexpr int VEC_MAX = 16 / (sizeof(InT) > sizeof(AccT) ? sizeof(InT) : sizeof(AccT));
 };
 
-// BIG tiles (twice the bytes) serve lines split over blocks: fewer tiles, so the look-back front has
-// fewer hops to make along a long line, and more bytes per SM in flight.
-template <typename InT, int VEC, bool BIG = false>
+// Line-piece tiles (kPieceScale times the bytes, up to 32 chunks a warp) serve lines split over
+// blocks: fewer tiles, so the look-back front has fewer hops to make along a long line, and more
+// bytes per SM in flight.
+constexpr int kPieceScale = 4;
+template <typename InT, int VEC, int SCALE = 1>
 struct RowTile {
-    static constexpr int BYTES = BIG ? 2 * kRowBytesPerThread : kRowBytesPerThread;
-    static constexpr int K = BYTES / (VEC * (int)sizeof(InT)) > 16 ? 16 : BYTES / (VEC * (int)sizeof(InT));
+    static constexpr int BYTES = SCALE * kRowBytesPerThread;
+    static constexpr int K_MAX = SCALE == 1 ? 16 : 32;
+    static constexpr int K = BYTES / (VEC * (int)sizeof(InT)) > K_MAX ? K_MAX : BYTES / (VEC * (int)sizeof(InT));
     static constexpr int WARP_SPAN = kWarp * VEC * K;
     static constexpr int SIZE = kRowWarps * WARP_SPAN;
 };
@@ -235,10 +238,10 @@ __device__ __forceinline__ RowSpan row_span(const RowsArgs &a, int64_t unit)
 
 // One tile's scan, in three steps: load (issued early, so a block can prefetch its next tile while
 // the current one waits on its look-back), then scan_and_store.
-template <int OP, typename InT, typename AccT, bool REVERSE, bool MASKED, int VEC, bool SEG, bool BIG = false>
+template <int OP, typename InT, typename AccT, bool REVERSE, bool MASKED, int VEC, bool SEG, int SCALE = 1>
 struct RowTileScan {
     using Op = ScanOp<OP, AccT>;
-    using Tile = RowTile<InT, VEC, BIG>;
+    using Tile = RowTile<InT, VEC, SCALE>;
     static constexpr int K = Tile::K;
 
     struct Regs {
@@ -430,16 +433,18 @@ scan_rows_kernel(const RowsArgs a)
     T::scan_and_store(a, blockIdx.x, r, sh);
 }
 
-// Few long lines: a BIG tile per block, the pieces of a line joined by look-back. Blocks take tile
-// ids in order from a counter, so every predecessor of a tile is running or done. The first read of
-// the tile only reduces it (all its loads in flight at once); the second, after the look-back,
-// scans chunk by chunk from cache and streams the outputs out, so a waiting block holds no tile.
+// Few long lines: a line-piece tile per block, the pieces of a line joined by look-back. Blocks take
+// tile ids in order from a counter, so every predecessor of a tile is running or done. The block
+// holds the first half of its tile in registers and reads the second half twice: once to reduce it
+// (loads kept in L1), and again, after the look-back, to scan it from cache. Two blocks per SM
+// thus keep 2 x (64 KB in registers + 64 KB in L1) of a float32 line in flight while they wait.
 template <int OP, typename InT, typename AccT, bool REVERSE, bool MASKED, int VEC>
-__global__ void __launch_bounds__(kRowThreads, 3)
+__global__ void __launch_bounds__(kRowThreads, 2)
 scan_line_pieces_kernel(const RowsArgs a, const Lookback<AccT> lb, const WorkQueue q)
 {
-    using T = RowTileScan<OP, InT, AccT, REVERSE, MASKED, VEC, false, true>;
+    using T = RowTileScan<OP, InT, AccT, REVERSE, MASKED, VEC, false, kPieceScale>;
     using Op = ScanOp<OP, AccT>;
+    constexpr int K = T::K, KEEP = K / 2;   // chunks a warp has; those held in registers
     const Op op;
     __shared__ typename T::Shared sh;
     __shared__ int64_t slot[2];
@@ -449,13 +454,16 @@ scan_line_pieces_kernel(const RowsArgs a, const Lookback<AccT> lb, const WorkQue
     q.finish();  // one unit per block: it takes no more
     const RowSpan sp = row_span<REVERSE, false, T::Tile::SIZE>(a, unit);
 
-    // read 1: the warp's total (a fixed order: lane folds, then CUB's shuffle tree), loads kept in
-    // L1 for read 2; all of a thread's chunks in flight at once (half of them when masked, whose
-    // mask bytes would otherwise spill)
-    constexpr int READ1 = MASKED ? T::K / 2 : T::K;
+    // read 1: the held half (streamed past L1) and the other half (kept in L1 for read 2), all
+    // loads of a half in flight at once (a quarter at a time when masked: the mask bytes would spill);
+    // the warp's total in a fixed order: lane folds, then CUB's shuffle tree
+    AccT keep[KEEP][VEC];
+#pragma unroll
+    for (int k = 0; k < KEEP; k++) T::template load_chunk<kLast>(a, sp, k, keep[k]);
+    constexpr int READ1 = MASKED ? (K - KEEP) / 2 : K - KEEP;
     AccT total = Op::identity();
 #pragma unroll
-    for (int k0 = 0; k0 < T::K; k0 += READ1) {
+    for (int k0 = KEEP; k0 < K; k0 += READ1) {
         AccT v[READ1][VEC];
 #pragma unroll
         for (int b = 0; b < READ1; b++) T::template load_chunk<kL1>(a, sp, k0 + b, v[b]);
@@ -464,6 +472,12 @@ scan_line_pieces_kernel(const RowsArgs a, const Lookback<AccT> lb, const WorkQue
 #pragma unroll
             for (int j = 0; j < VEC; j++) total = op(total, v[b][j]);
     }
+    AccT held = Op::identity();
+#pragma unroll
+    for (int k = 0; k < KEEP; k++)
+#pragma unroll
+        for (int j = 0; j < VEC; j++) held = op(held, keep[k][j]);
+    total = op(held, total);
     {
         typename cub::WarpReduce<AccT>::TempStorage unused;
         total = cub::WarpReduce<AccT>(unused).Reduce(total, op);
@@ -494,25 +508,28 @@ scan_line_pieces_kernel(const RowsArgs a, const Lookback<AccT> lb, const WorkQue
     for (int w = 0; w < warp; w++) carry = op(carry, sh.warp_total[w]);
     using WarpScan = cub::WarpScan<AccT>;
     typename WarpScan::TempStorage unused;
-    constexpr int BATCH = 4;   // chunks loaded together, so cache latency overlaps
-    static_assert(T::K % BATCH == 0, "whole batches");
+    auto scan_chunk = [&](int k, const AccT (&v)[VEC]) {
+        AccT t = v[0];
 #pragma unroll
-    for (int k0 = 0; k0 < T::K; k0 += BATCH) {
+        for (int j = 1; j < VEC; j++) t = op(t, v[j]);
+        AccT incl, chunk_total;
+        WarpScan(unused).InclusiveScan(t, incl, op, chunk_total);
+        AccT ex = __shfl_up_sync(0xffffffffu, incl, 1);
+        if (lane == 0) ex = Op::identity();
+        T::template store_chunk<true>(a, sp, k, op(carry, ex), v);
+        carry = op(carry, chunk_total);
+    };
+#pragma unroll
+    for (int k = 0; k < KEEP; k++) scan_chunk(k, keep[k]);
+    constexpr int BATCH = 4;   // chunks re-read together, so cache latency overlaps
+    static_assert((K - KEEP) % BATCH == 0 && (K - KEEP) % READ1 == 0, "whole batches");
+#pragma unroll
+    for (int k0 = KEEP; k0 < K; k0 += BATCH) {
         AccT v[BATCH][VEC];
 #pragma unroll
         for (int b = 0; b < BATCH; b++) T::template load_chunk<kLast>(a, sp, k0 + b, v[b]);
 #pragma unroll
-        for (int b = 0; b < BATCH; b++) {
-            AccT t = v[b][0];
-#pragma unroll
-            for (int j = 1; j < VEC; j++) t = op(t, v[b][j]);
-            AccT incl, chunk_total;
-            WarpScan(unused).InclusiveScan(t, incl, op, chunk_total);
-            AccT ex = __shfl_up_sync(0xffffffffu, incl, 1);
-            if (lane == 0) ex = Op::identity();
-            T::template store_chunk<true>(a, sp, k0 + b, op(carry, ex), v[b]);
-            carry = op(carry, chunk_total);
-        }
+        for (int b = 0; b < BATCH; b++) scan_chunk(k0 + b, v[b]);
     }
 }
 
