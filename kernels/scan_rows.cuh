@@ -291,6 +291,21 @@ struct RowTileScan {
         for (int k = 0; k < K; k++) load_chunk(a, sp, k, r.v[k]);
     }
 
+    // Chunks K0..K1-1 of the tile, B loads in flight at a time; f(k, v) takes each in order.
+    template <int K0, int K1, int B, LoadHint H, typename F>
+    __device__ __forceinline__ static void each_chunk(const RowsArgs &a, const RowSpan &sp, F &&f)
+    {
+        static_assert((K1 - K0) % B == 0, "whole batches");
+#pragma unroll
+        for (int k0 = K0; k0 < K1; k0 += B) {
+            AccT v[B][VEC];
+#pragma unroll
+            for (int b = 0; b < B; b++) load_chunk<H>(a, sp, k0 + b, v[b]);
+#pragma unroll
+            for (int b = 0; b < B; b++) f(k0 + b, v[b]);
+        }
+    }
+
     // Stores chunk k, scanned from `b` (the prefix of its first element). STREAM marks the stores
     // evict-first, so they do not push out input that is still to be read again.
     template <bool STREAM = false>
@@ -460,18 +475,11 @@ scan_line_pieces_kernel(const RowsArgs a, const Lookback<AccT> lb, const WorkQue
     AccT keep[KEEP][VEC];
 #pragma unroll
     for (int k = 0; k < KEEP; k++) T::template load_chunk<kLast>(a, sp, k, keep[k]);
-    constexpr int READ1 = MASKED ? (K - KEEP) / 2 : K - KEEP;
     AccT total = Op::identity();
+    T::template each_chunk<KEEP, K, MASKED ? (K - KEEP) / 2 : K - KEEP, kL1>(a, sp, [&](int, const AccT (&v)[VEC]) {
 #pragma unroll
-    for (int k0 = KEEP; k0 < K; k0 += READ1) {
-        AccT v[READ1][VEC];
-#pragma unroll
-        for (int b = 0; b < READ1; b++) T::template load_chunk<kL1>(a, sp, k0 + b, v[b]);
-#pragma unroll
-        for (int b = 0; b < READ1; b++)
-#pragma unroll
-            for (int j = 0; j < VEC; j++) total = op(total, v[b][j]);
-    }
+        for (int j = 0; j < VEC; j++) total = op(total, v[j]);
+    });
     AccT held = Op::identity();
 #pragma unroll
     for (int k = 0; k < KEEP; k++)
@@ -521,16 +529,7 @@ scan_line_pieces_kernel(const RowsArgs a, const Lookback<AccT> lb, const WorkQue
     };
 #pragma unroll
     for (int k = 0; k < KEEP; k++) scan_chunk(k, keep[k]);
-    constexpr int BATCH = 4;   // chunks re-read together, so cache latency overlaps
-    static_assert((K - KEEP) % BATCH == 0 && (K - KEEP) % READ1 == 0, "whole batches");
-#pragma unroll
-    for (int k0 = KEEP; k0 < K; k0 += BATCH) {
-        AccT v[BATCH][VEC];
-#pragma unroll
-        for (int b = 0; b < BATCH; b++) T::template load_chunk<kLast>(a, sp, k0 + b, v[b]);
-#pragma unroll
-        for (int b = 0; b < BATCH; b++) scan_chunk(k0 + b, v[b]);
-    }
+    T::template each_chunk<KEEP, K, 4, kLast>(a, sp, scan_chunk);   // 4 re-reads in flight at a time
 }
 
 // A block per line, walking its tiles in order with the carry in registers; it loads the next tile
