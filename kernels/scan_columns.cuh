@@ -90,8 +90,8 @@ struct ColumnUnitScan {
     {
         const Place pl = place(a, unit);
         const InT in_identity = OP == CS_SCAN_SUM ? InT(0) : InT(1);
-        const int64_t step_x = REVERSE ? -a.sx : a.sx, step_m = REVERSE ? -a.sm : a.sm;
         if constexpr (!MASKED) {
+            const int64_t step_x = REVERSE ? -a.sx : a.sx;
             const InT *px = static_cast<const InT *>(a.x) + pl.xoff;
 #pragma unroll
             for (int i = 0; i < kColMaxRows; i++) {
@@ -103,22 +103,37 @@ struct ColumnUnitScan {
                 }
                 px += step_x;
             }
+        } else if (a.rows_per_warp <= kColMaxRows / 2) {
+            load_masked<kColMaxRows / 2>(a, pl, r, in_identity);   // short columns: no loads wasted
         } else {
-            const InT *x0 = pl.nrows > 0 ? static_cast<const InT *>(a.x) + pl.xoff : static_cast<const InT *>(a.x);
-            const unsigned char *m0 = pl.nrows > 0 ? a.mask + pl.moff : a.mask;
-            const InT *px = x0;
-            const unsigned char *pm = m0;
-#pragma unroll
-            for (int i = 0; i < kColMaxRows; i++) {
-                const bool ok = i < pl.nrows;
-                const Vec<InT, CV> xv = load_vec<InT, CV>(ok ? px : x0);
-                const Vec<unsigned char, CV> mv = load_vec<unsigned char, CV>(ok ? pm : m0);
-#pragma unroll
-                for (int j = 0; j < CV; j++) r.v[i].v[j] = (ok && mv.v[j] != 0) ? xv.v[j] : in_identity;
-                px += step_x;
-                pm += step_m;
-            }
+            load_masked<kColMaxRows>(a, pl, r, in_identity);
         }
+    }
+
+    // Masked rows 0..N-1 (N >= rows_per_warp), each loaded unconditionally (see load); the rows
+    // from N on are the identity without a load.
+    template <int N>
+    __device__ __forceinline__ static void load_masked(const ColumnsArgs &a, const Place &pl, Regs &r, InT in_identity)
+    {
+        const int64_t step_x = REVERSE ? -a.sx : a.sx, step_m = REVERSE ? -a.sm : a.sm;
+        const InT *x0 = pl.nrows > 0 ? static_cast<const InT *>(a.x) + pl.xoff : static_cast<const InT *>(a.x);
+        const unsigned char *m0 = pl.nrows > 0 ? a.mask + pl.moff : a.mask;
+        const InT *px = x0;
+        const unsigned char *pm = m0;
+#pragma unroll
+        for (int i = 0; i < N; i++) {
+            const bool ok = i < pl.nrows;
+            const Vec<InT, CV> xv = load_vec<InT, CV>(ok ? px : x0);
+            const Vec<unsigned char, CV> mv = load_vec<unsigned char, CV>(ok ? pm : m0);
+#pragma unroll
+            for (int j = 0; j < CV; j++) r.v[i].v[j] = (ok && mv.v[j] != 0) ? xv.v[j] : in_identity;
+            px += step_x;
+            pm += step_m;
+        }
+#pragma unroll
+        for (int i = N; i < kColMaxRows; i++)
+#pragma unroll
+            for (int j = 0; j < CV; j++) r.v[i].v[j] = in_identity;
     }
 
     // The unit above has usually finished long before: read its flag and prefix while this unit's

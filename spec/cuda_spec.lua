@@ -74,12 +74,15 @@ describe("CUDA against the CPU #cuda", function()
 
   it("agree along strided dims with long columns", function()
     for _, case in ipairs({ { { 200003, 3 }, 1 }, { { 100000, 64 }, 1 }, { { 64, 4096, 16 }, 2 },
-                            { { 3, 50000, 5 }, 2 }, { { 1000, 1000 }, 1 } }) do
+                            { { 3, 50000, 5 }, 2 }, { { 1000, 1000 }, 1 }, { { 16, 5000 }, 1 }, { { 9, 3, 700 }, 1 } }) do
       local shape, dim = case[1], case[2]
+      local m = cs.rand(shape, { seed = #shape * 11 + dim, device = "cpu" }):lt(0.7)
       for _, dtype in ipairs({ "float32", "int32" }) do
         local x = values(shape, dtype, "sum", #shape * 7 + dim)
         agree(x, dim, "sum", {}, shape[dim])
         agree(x, dim, "sum", { reverse = true, exclusive = true }, shape[dim])
+        agree(x, dim, "sum", { mask = m }, shape[dim])
+        agree(x, dim, "sum", { mask = m, reverse = true }, shape[dim])
         agree(x:transpose(1, #shape), #shape + 1 - dim, "sum", {}, shape[dim])
         agree(values(shape, dtype, "prod", 3), dim, "prod", { reverse = true }, shape[dim])
       end
