@@ -141,6 +141,7 @@ enum : unsigned { kEmpty = 0, kAggregate = 1, kInclusive = 2 };
 template <typename AccT>
 struct Lookback {
     unsigned *flag;      // per unit: epoch << 2 | state
+    unsigned long long *word;  // per unit, for packed status: (epoch << 2 | state) << 32 | value bits
     AccT *aggregate;     // per unit x width
     AccT *inclusive;     // per unit x width
     int width;
@@ -160,10 +161,12 @@ struct Lookback {
 };
 
 template <typename AccT>
-inline Lookback<AccT> lookback_at(unsigned *flags, void *values, int64_t units, int width, unsigned epoch)
+inline Lookback<AccT> lookback_at(unsigned *flags, unsigned long long *words, void *values, int64_t units, int width,
+                                  unsigned epoch)
 {
     Lookback<AccT> lb;
     lb.flag = flags + 16;   // the first words are the work queue's
+    lb.word = words;
     lb.aggregate = static_cast<AccT *>(values);
     lb.inclusive = lb.aggregate + (size_t)units * width;
     lb.width = width;

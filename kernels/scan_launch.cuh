@@ -20,21 +20,22 @@ inline cs_status with_bool(bool b, F &&f)
 
 inline bool aligned(const void *ptr, size_t bytes) { return ((uintptr_t)ptr % bytes) == 0; }
 
-// Scratch for one launch: the work queue always, look-back status when pieces depend on each other.
-// `flag_words` status words per unit live in the flags buffer; packed status keeps its values there.
+// Scratch for one launch: the work queue always, look-back status when pieces depend on each other:
+// packed 64-bit state words, or flags and a values buffer.
 template <typename AccT>
 inline cs_status scan_scratch(Lookback<AccT> *lb, WorkQueue *q, int64_t units, int width, bool lookback,
-                              int flag_words = 1)
+                              bool packed = false)
 {
     unsigned *flags;
+    unsigned long long *words;
     void *values;
     unsigned epoch;
-    const bool values_apart = flag_words == 1;
-    cs_status st = cs_cuda_lookback_scratch(&flags, lookback ? (size_t)units * flag_words : 0, &values,
-                                            lookback && values_apart ? 2 * (size_t)units * width * sizeof(AccT) : 0,
-                                            &epoch);
+    const bool split = lookback && !packed;
+    cs_status st = cs_cuda_lookback_scratch(&flags, split ? (size_t)units : 0, &words,
+                                            lookback && packed ? (size_t)units : 0, &values,
+                                            split ? 2 * (size_t)units * width * sizeof(AccT) : 0, &epoch);
     if (st) return st;
-    *lb = lookback_at<AccT>(flags, values, units, width, epoch);
+    *lb = lookback_at<AccT>(flags, words, values, units, width, epoch);
     *q = work_queue_at(flags, units);
     return CS_OK;
 }
@@ -107,7 +108,7 @@ cs_status launch_rows(const cs_scan_plan *p, cudaStream_t stream)
     if (st) return st;
     Lookback<AccT> lb{};
     WorkQueue q{};
-    if (mode == LOOKBACK && (st = scan_scratch(&lb, &q, units, 1, true, kLineStatusWords<AccT>))) return st;
+    if (mode == LOOKBACK && (st = scan_scratch(&lb, &q, units, 1, true, kLinePacked<AccT>))) return st;
 
     return with_bool(p->reverse, [&](auto rev) {
         return with_bool(masked, [&](auto msk) {

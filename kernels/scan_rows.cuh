@@ -150,16 +150,15 @@ struct SplitStatus {
 };
 
 template <typename AccT>
-using LineStatus = std::conditional_t<sizeof(AccT) == 4, PackedStatus<AccT>, SplitStatus<AccT>>;
+constexpr bool kLinePacked = sizeof(AccT) == 4;
 
-// Status words a launch needs per piece (in the zeroed flags buffer): 2 when packed.
 template <typename AccT>
-constexpr int kLineStatusWords = sizeof(AccT) == 4 ? 2 : 1;
+using LineStatus = std::conditional_t<kLinePacked<AccT>, PackedStatus<AccT>, SplitStatus<AccT>>;
 
 template <typename AccT>
 __device__ __forceinline__ LineStatus<AccT> line_status(const Lookback<AccT> &lb)
 {
-    if constexpr (sizeof(AccT) == 4) return PackedStatus<AccT>{ reinterpret_cast<unsigned long long *>(lb.flag), lb.epoch };
+    if constexpr (kLinePacked<AccT>) return PackedStatus<AccT>{ lb.word, lb.epoch };
     else return SplitStatus<AccT>{ lb };
 }
 

@@ -366,52 +366,58 @@ void cs_storage_release(cs_storage *s)
 }
 
 /* Scratch for the scan kernels, owned by the library and grown on demand: a flags buffer (the work
- * queue's two words, then one flag per unit) that only ever holds flags, and a values buffer. Flags
- * carry an epoch that changes with every launch, so flags of earlier launches read as empty and
- * nothing is cleared between launches; the flags buffer is zeroed when it is made and when the epoch
- * wraps. The stream orders every reuse. */
-cs_status cs_cuda_lookback_scratch(unsigned **flags, size_t nflags, void **values, size_t value_bytes,
-                                   unsigned *epoch)
+ * queue's two words, then one flag per unit) that only ever holds flags, a words buffer (per unit
+ * one 64-bit word holding a state and a 4-byte value together, for the long-line kernel), and a
+ * values buffer. States carry an epoch that changes with every launch, so states of earlier
+ * launches read as empty and nothing is cleared between launches; flags and words are zeroed when
+ * made and when the epoch wraps. They are apart because half of a word is a value: read as a flag
+ * by a later launch, a value could pass for that launch's epoch. The stream orders every reuse. */
+#if CS_WITH_CUDA
+static cs_status scratch_grow(void **buf, size_t *have, size_t need, size_t least, int zero)
+{
+    if (need <= *have) return CS_OK;
+    cudaStream_t s = cuda.stream;
+    if (*buf) cudaFreeAsync(*buf, s);
+    *buf = NULL;
+    *have = 0;
+    size_t want = need < least ? least : need + need / 2;
+    cs_status st = cs_cuda_check(cudaMallocAsync(buf, want, s), "scan scratch");
+    if (!st && zero) st = cs_cuda_check(cudaMemsetAsync(*buf, 0, want, s), "scan scratch reset");
+    if (st) return st;
+    *have = want;
+    return CS_OK;
+}
+#endif
+
+cs_status cs_cuda_lookback_scratch(unsigned **flags, size_t nflags, unsigned long long **words, size_t nwords,
+                                   void **values, size_t value_bytes, unsigned *epoch)
 {
 #if CS_WITH_CUDA
-    static unsigned *flag_buf;
-    static size_t flag_have;
-    static void *value_buf;
-    static size_t value_have;
+    static void *flag_buf, *word_buf, *value_buf;
+    static size_t flag_have, word_have, value_have;
     static unsigned next_epoch = 1;
-    cudaStream_t s = cuda.stream;
-    size_t fbytes = (nflags + 16) * sizeof(unsigned);
-    if (fbytes > flag_have) {
-        if (flag_buf) cudaFreeAsync(flag_buf, s);
-        flag_buf = NULL;
-        flag_have = 0;
-        size_t want = fbytes < 4096 ? 4096 : fbytes + fbytes / 2;
-        cs_status st = cs_cuda_check(cudaMallocAsync((void **)&flag_buf, want, s), "scan scratch");
-        if (st) return st;
-        flag_have = want;
-        next_epoch = 0; /* forces the clearing below */
-    }
-    if (next_epoch == 0 || next_epoch >= (1u << 30)) {
-        cs_status st = cs_cuda_check(cudaMemsetAsync(flag_buf, 0, flag_have, s), "scan scratch reset");
+    const size_t flag_had = flag_have;
+    cs_status st = scratch_grow(&flag_buf, &flag_have, (nflags + 16) * sizeof(unsigned), 4096, 1);
+    if (!st && nwords) st = scratch_grow(&word_buf, &word_have, nwords * sizeof(unsigned long long), 4096, 1);
+    if (!st) st = scratch_grow(&value_buf, &value_have, value_bytes, 0, 0);
+    if (st) return st;
+    /* epochs start again with a new flags buffer or when they would overflow: every state is cleared */
+    if (flag_have != flag_had || next_epoch >= (1u << 30)) {
+        cudaStream_t s = cuda.stream;
+        st = cs_cuda_check(cudaMemsetAsync(flag_buf, 0, flag_have, s), "scan scratch reset");
+        if (!st && word_buf) st = cs_cuda_check(cudaMemsetAsync(word_buf, 0, word_have, s), "scan scratch reset");
         if (st) return st;
         next_epoch = 1;
     }
-    if (value_bytes > value_have) {
-        if (value_buf) cudaFreeAsync(value_buf, s);
-        value_buf = NULL;
-        value_have = 0;
-        size_t want = value_bytes + value_bytes / 2;
-        cs_status st = cs_cuda_check(cudaMallocAsync(&value_buf, want, s), "scan scratch");
-        if (st) return st;
-        value_have = want;
-    }
     *flags = flag_buf;
+    *words = word_buf;
     *values = value_buf;
     *epoch = next_epoch++;
     return CS_OK;
 #else
-    (void)nflags; (void)value_bytes;
+    (void)nflags; (void)nwords; (void)value_bytes;
     *flags = NULL;
+    *words = NULL;
     *values = NULL;
     *epoch = 0;
     return cs_fail(CS_ERR_NO_DEVICE, "built without CUDA");

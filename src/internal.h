@@ -42,9 +42,10 @@ cs_status cs_check_usable(const cs_tensor *t, const char *what);
 cs_status cs_cuda_ready(void);            /* CS_OK when CUDA can be used now */
 void *cs_cuda_stream_handle(void);        /* the library's cudaStream_t */
 cs_status cs_cuda_check(int cuda_error, const char *what); /* maps a cudaError_t to a status */
-/* scan scratch: flags (work queue words first) and values, plus a fresh epoch (alloc.c says more) */
-cs_status cs_cuda_lookback_scratch(unsigned **flags, size_t nflags, void **values, size_t value_bytes,
-                                   unsigned *epoch);
+/* scan scratch: flags (work queue words first), 64-bit state words and values, plus a fresh epoch
+ * (alloc.c says more) */
+cs_status cs_cuda_lookback_scratch(unsigned **flags, size_t nflags, unsigned long long **words, size_t nwords,
+                                   void **values, size_t value_bytes, unsigned *epoch);
 cs_status cs_cuda_temp(void **ptr, size_t bytes);  /* stream-ordered temporary */
 void cs_cuda_temp_free(void *ptr);
 int cs_cuda_multiprocessors(void);
