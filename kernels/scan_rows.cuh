@@ -12,12 +12,11 @@
 //   single       a line per tile (lines no longer than a tile);
 //   whole lines  many long lines: a block walks its line tile by tile with the carry in registers,
 //                loading the next tile before scanning the current one; no block waits on another;
-//   look-back    few long lines: one double-size tile per block, the pieces of a line joined by
-//                decoupled look-back (Merrill & Garland 2016). The block reads its tile twice:
-//                once to reduce it and post its total, and again, once its prefix is known, to
-//                scan it and store. The second read comes from cache (L1/L2), so DRAM still sees
-//                one read and one write, and a block waits on its prefix holding no tile in
-//                registers: three blocks fit per SM, and more of the line is in flight.
+//   look-back    few long lines: one line-piece tile (4x the bytes) per block, the pieces of a
+//                line joined by decoupled look-back (Merrill & Garland 2016). The block holds half
+//                its tile in registers and reads the other half twice: once to reduce it, and
+//                again, once its prefix is known, from L1. DRAM still sees one read and one write,
+//                and twice the bytes a block could hold in registers wait on each prefix.
 // In every mode the order of the combines follows from the shape alone, never from timing, so a
 // scan gives the same bits on every run.
 // Reverse walks tiles from the end and reverses each vector in registers: no flips in memory.
