@@ -234,8 +234,8 @@ __device__ __forceinline__ RowSpan row_span(const RowsArgs &a, int64_t unit)
     return s;
 }
 
-// One tile's scan, in three steps: load (issued early, so a block can prefetch its next tile while
-// the current one waits on its look-back), then scan_and_store.
+// One tile's scan: load (issued early, so a block walking a line loads its next tile while it scans
+// the current one), then scan_and_store; the line-piece kernel uses the chunk-wise parts.
 template <int OP, typename InT, typename AccT, bool REVERSE, bool MASKED, int VEC, bool SEG, int SCALE = 1>
 struct RowTileScan {
     using Op = ScanOp<OP, AccT>;

@@ -294,8 +294,8 @@ cs_status cs_storage_new(cs_storage **out, cs_device device, size_t bytes)
             /* large buffers on 2 MiB boundaries with transparent huge pages: the first touch then
              * faults once per 2 MiB rather than per 4 KiB (x:cpu() of 1 GiB ran at 17% of the link
              * speed, bound by page faults, without); and reused when they come back (see above) */
-            int big = rounded >= HOST_CACHE_MIN;
             rounded = block = host_rounded(bytes);
+            const int big = rounded >= HOST_CACHE_MIN;
             if (big) data = host_cache_take(rounded, &block);
             if (!data && posix_memalign(&data, big ? HUGE_BYTES : 64, rounded) != 0) {
                 data = NULL;
@@ -373,7 +373,8 @@ void cs_storage_release(cs_storage *s)
  * made and when the epoch wraps. They are apart because half of a word is a value: read as a flag
  * by a later launch, a value could pass for that launch's epoch. The stream orders every reuse. */
 #if CS_WITH_CUDA
-static cs_status scratch_grow(void **buf, size_t *have, size_t need, size_t least, int zero)
+/* Makes *buf hold at least `need` bytes (contents not kept; the caller clears what must be clear). */
+static cs_status scratch_grow(void **buf, size_t *have, size_t need, size_t least)
 {
     if (need <= *have) return CS_OK;
     cudaStream_t s = cuda.stream;
@@ -382,7 +383,6 @@ static cs_status scratch_grow(void **buf, size_t *have, size_t need, size_t leas
     *have = 0;
     size_t want = need < least ? least : need + need / 2;
     cs_status st = cs_cuda_check(cudaMallocAsync(buf, want, s), "scan scratch");
-    if (!st && zero) st = cs_cuda_check(cudaMemsetAsync(*buf, 0, want, s), "scan scratch reset");
     if (st) return st;
     *have = want;
     return CS_OK;
@@ -396,19 +396,23 @@ cs_status cs_cuda_lookback_scratch(unsigned **flags, size_t nflags, unsigned lon
     static void *flag_buf, *word_buf, *value_buf;
     static size_t flag_have, word_have, value_have;
     static unsigned next_epoch = 1;
-    const size_t flag_had = flag_have;
-    cs_status st = scratch_grow(&flag_buf, &flag_have, (nflags + 16) * sizeof(unsigned), 4096, 1);
-    if (!st && nwords) st = scratch_grow(&word_buf, &word_have, nwords * sizeof(unsigned long long), 4096, 1);
-    if (!st) st = scratch_grow(&value_buf, &value_have, value_bytes, 0, 0);
-    if (st) return st;
-    /* epochs start again with a new flags buffer or when they would overflow: every state is cleared */
-    if (flag_have != flag_had || next_epoch >= (1u << 30)) {
-        cudaStream_t s = cuda.stream;
-        st = cs_cuda_check(cudaMemsetAsync(flag_buf, 0, flag_have, s), "scan scratch reset");
-        if (!st && word_buf) st = cs_cuda_check(cudaMemsetAsync(word_buf, 0, word_have, s), "scan scratch reset");
-        if (st) return st;
-        next_epoch = 1;
+    const size_t flag_had = flag_have, word_had = word_have;
+    cs_status st = scratch_grow(&flag_buf, &flag_have, (nflags + 16) * sizeof(unsigned), 4096);
+    if (!st && nwords) st = scratch_grow(&word_buf, &word_have, nwords * sizeof(unsigned long long), 4096);
+    if (!st) st = scratch_grow(&value_buf, &value_have, value_bytes, 0);
+    if (st) {
+        next_epoch = 1u << 30; /* a buffer may have been remade uncleared: clear all on the next call */
+        return st;
     }
+    /* epochs start again with a new flags buffer or when they would overflow: every state is cleared;
+     * a new words buffer alone is cleared and the epochs go on */
+    cudaStream_t s = cuda.stream;
+    const int restart = flag_have != flag_had || next_epoch >= (1u << 30);
+    if (restart) st = cs_cuda_check(cudaMemsetAsync(flag_buf, 0, flag_have, s), "scan scratch reset");
+    if (!st && word_buf && (restart || word_have != word_had))
+        st = cs_cuda_check(cudaMemsetAsync(word_buf, 0, word_have, s), "scan scratch reset");
+    if (st) return st;
+    if (restart) next_epoch = 1;
     *flags = flag_buf;
     *words = word_buf;
     *values = value_buf;
