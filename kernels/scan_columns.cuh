@@ -7,7 +7,8 @@
 // loads its rows_per_warp elements first (all loads in flight), folds them, the warps of a column
 // meet in shared memory, and the units of one column strip are joined by look-back. Units are
 // numbered column-block fastest, so the unit above a unit was started long before and its prefix is
-// usually waiting: the look-back is one read.
+// usually waiting: the look-back is one read. When there are too few strips for that (the unit
+// above is still running) but enough to fill the device, a block walks a whole strip instead.
 #pragma once
 #include "scan_common.cuh"
 
@@ -32,7 +33,8 @@ struct ColumnsArgs {
     int64_t col_blocks;          // ceil(inner / (32*WC*CV))
     int64_t chunks;              // ceil(len / R)
     int exclusive;
-    int use_lookback;
+    int use_lookback;            // units of a strip joined by look-back
+    int walk;                    // or a block walks a whole strip, the carry in registers
 };
 
 // CV: neighbouring columns per lane (2 for 4-byte inputs when aligned), so a warp's row is 256
@@ -160,8 +162,11 @@ struct ColumnUnitScan {
         return ab;
     }
 
+    // WALK: a walking block's unit, which starts from `carry` (its strip's running prefix, advanced
+    // here) instead of looking back.
+    template <bool WALK>
     __device__ __forceinline__ static void scan_and_store(const ColumnsArgs &a, const Lookback<AccT> &lb, int64_t unit,
-                                                          const Regs &r, Shared &sh, const Above &ab)
+                                                          const Regs &r, Shared &sh, const Above &ab, AccT (&carry)[CV])
     {
         const Op op;
         const Place pl = place(a, unit);
@@ -190,7 +195,13 @@ struct ColumnUnitScan {
             }
         }
 
-        if (a.use_lookback) {
+        if constexpr (WALK) {
+#pragma unroll
+            for (int j = 0; j < CV; j++) {
+                prefix[j] = carry[j];
+                carry[j] = op(carry[j], unit_total[j]);
+            }
+        } else if (a.use_lookback) {
             const int64_t above = a.col_blocks * a.nouter;  // id distance to the unit above
             const size_t slot = (size_t)unit * width + pl.c;
             if (pl.chunk == 0) {
@@ -261,20 +272,41 @@ struct ColumnUnitScan {
 };
 
 // Persistent blocks taking units in order (no block launch per unit; every predecessor of a unit
-// has been taken by a running block).
+// has been taken by a running block). Walking (unmasked only), a block takes a whole strip (the
+// units one above the other) and scans it top to bottom: no block ever waits on another. The carry
+// is folded in the look-back's order, so both give the same bits.
 template <int OP, typename InT, typename AccT, bool REVERSE, bool MASKED, int CV>
 __global__ void __launch_bounds__(kColThreads, 2)
 scan_columns_kernel(const ColumnsArgs a, const Lookback<AccT> lb, const WorkQueue q)
 {
     using T = ColumnUnitScan<OP, InT, AccT, REVERSE, MASKED, CV>;
+    using Op = ScanOp<OP, AccT>;
     __shared__ typename T::Shared sh;
     __shared__ int64_t slot[2];
     int parity = 0;
     typename T::Regs r;
+    AccT carry[CV] = {};   // the walking carry (unused by look-back units)
+    if constexpr (!MASKED) {
+        if (a.walk) {
+            const typename T::Above none{};
+            const int64_t step = a.col_blocks * a.nouter;   // from a unit to the one below it
+            for (int64_t s = q.take(slot, parity); s < q.units; s = q.take(slot, parity)) {
+#pragma unroll
+                for (int j = 0; j < CV; j++) carry[j] = Op::identity();
+                for (int64_t u = s; u < s + a.chunks * step; u += step) {
+                    T::load(a, u, r);
+                    T::template scan_and_store<true>(a, lb, u, r, sh, none, carry);
+                    __syncthreads();   // sh.total is rewritten by the next unit
+                }
+            }
+            q.finish();
+            return;
+        }
+    }
     for (int64_t u = q.take(slot, parity); u < q.units; u = q.take(slot, parity)) {
         T::load(a, u, r);
         const typename T::Above ab = T::peek_above(a, lb, u);
-        T::scan_and_store(a, lb, u, r, sh, ab);
+        T::template scan_and_store<false>(a, lb, u, r, sh, ab, carry);
     }
     q.finish();
 }

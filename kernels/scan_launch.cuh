@@ -176,12 +176,10 @@ cs_status launch_columns(const cs_scan_plan *p, cudaStream_t stream)
     a.chunks = (p->len + (int64_t)warps_down * rpw - 1) / ((int64_t)warps_down * rpw);
     a.exclusive = p->exclusive;
     a.use_lookback = a.chunks > 1;
+    a.walk = 0;
     const int64_t units = a.col_blocks * a.nouter * a.chunks;
     cs_status st = grid_check(units);
     if (st) return st;
-    Lookback<AccT> lb;
-    WorkQueue q;
-    if ((st = scan_scratch(&lb, &q, units, width, a.use_lookback))) return st;
 
     return with_bool(p->reverse, [&](auto rev) {
         return with_bool(masked, [&](auto msk) {
@@ -189,7 +187,26 @@ cs_status launch_columns(const cs_scan_plan *p, cudaStream_t stream)
                 auto kernel = scan_columns_kernel<OP, InT, AccT, decltype(rev)::value, decltype(msk)::value,
                                                   decltype(v)::value ? CV : 1>;
                 static int resident;
-                kernel<<<persistent_grid(kernel, kColThreads, units, &resident), kColThreads, 0, stream>>>(a, lb, q);
+                unsigned grid = persistent_grid(kernel, kColThreads, units, &resident);
+                // Walk whole strips when the look-back would wait (the unit above a unit is fewer than
+                // 3 rounds of resident blocks back) and the strips fill the block slots evenly (at
+                // least 90% busy through the last round). Masked scans measured no faster walking
+                // (bench/NOTES.md, v15).
+                const int64_t strips = a.col_blocks * a.nouter;
+                const int64_t rounds = (strips + resident - 1) / resident;
+                const bool walk = !masked && a.chunks > 1 && strips < 3 * (int64_t)resident &&
+                                  strips * 10 >= rounds * resident * 9;
+                ColumnsArgs aa = a;
+                if (walk) {
+                    aa.walk = 1;
+                    aa.use_lookback = 0;
+                    grid = (unsigned)(strips < resident ? strips : resident);
+                }
+                Lookback<AccT> lb;
+                WorkQueue q;
+                cs_status st2 = scan_scratch(&lb, &q, walk ? strips : units, width, aa.use_lookback);
+                if (st2) return st2;
+                kernel<<<grid, kColThreads, 0, stream>>>(aa, lb, q);
                 return cs_cuda_check(cudaGetLastError(), "scan kernel launch");
             });
         });
