@@ -74,7 +74,9 @@ cs_status launch_rows(const cs_scan_plan *p, cudaStream_t stream)
         for (int o = 0; o < 3; o++)
             if ((o != 1 || masked) && p->outer.strides[o][d] % VEC != 0) vec = false;
     const int64_t tile = vec ? RowTile<InT, VEC>::SIZE : RowTile<InT, 1>::SIZE;
-    const int64_t big_tile = vec ? RowTile<InT, VEC, kPieceScale>::SIZE : RowTile<InT, 1, kPieceScale>::SIZE;
+    const int64_t big_tile = vec ? RowTile<InT, VEC, kPieceBytes>::SIZE : RowTile<InT, 1, kPieceBytes>::SIZE;
+    const int64_t line_tile = masked ? (vec ? RowTile<InT, VEC, kLineTileBytes<true>>::SIZE : RowTile<InT, 1, kLineTileBytes<true>>::SIZE)
+                                     : tile;
     bool packed = unit_stride && p->outer.ndim <= 1;
     if (p->outer.ndim == 1)
         for (int o = 0; o < 3; o++)
@@ -101,7 +103,8 @@ cs_status launch_rows(const cs_scan_plan *p, cudaStream_t stream)
     a.lines = line_offsets_of(p->outer);
     a.exclusive = p->exclusive;
     a.lines_per_tile = mode == SEGMENTED ? tile / p->len : 1;
-    a.tiles_per_line = mode == SEGMENTED ? 1 : (p->len + (mode == LOOKBACK ? big_tile : tile) - 1) / (mode == LOOKBACK ? big_tile : tile);
+    const int64_t piece = mode == LOOKBACK ? big_tile : mode == WHOLE_LINES ? line_tile : tile;
+    a.tiles_per_line = mode == SEGMENTED ? 1 : (p->len + piece - 1) / piece;
     const int64_t units = mode == SEGMENTED ? (p->nouter + a.lines_per_tile - 1) / a.lines_per_tile
                         : mode == WHOLE_LINES ? p->nouter : p->nouter * a.tiles_per_line;
     cs_status st = grid_check(units);

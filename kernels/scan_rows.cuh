@@ -43,10 +43,15 @@ struct RowShape {
 // blocks: fewer tiles, so the look-back front has fewer hops to make along a long line, and more
 // bytes per SM in flight.
 constexpr int kPieceScale = 4;
-template <typename InT, int VEC, int SCALE = 1>
+constexpr int kPieceBytes = kPieceScale * kRowBytesPerThread;
+// A block walking whole lines holds two tiles; masked, half-size ones: with the mask's loads in
+// flight too, full-size tiles measured 92.5% of copy (float32) and 86.8% (float64), half-size ones
+// 96.4% and 92.8%; unmasked, half-size tiles lose 1-2% (bench/NOTES.md, v16).
+template <bool MASKED>
+constexpr int kLineTileBytes = MASKED ? kRowBytesPerThread / 2 : kRowBytesPerThread;
+template <typename InT, int VEC, int BYTES = kRowBytesPerThread>
 struct RowTile {
-    static constexpr int BYTES = SCALE * kRowBytesPerThread;
-    static constexpr int K_MAX = SCALE == 1 ? 16 : 32;
+    static constexpr int K_MAX = BYTES > kRowBytesPerThread ? 32 : 16;
     static constexpr int K = BYTES / (VEC * (int)sizeof(InT)) > K_MAX ? K_MAX : BYTES / (VEC * (int)sizeof(InT));
     static constexpr int WARP_SPAN = kWarp * VEC * K;
     static constexpr int SIZE = kRowWarps * WARP_SPAN;
@@ -236,10 +241,11 @@ __device__ __forceinline__ RowSpan row_span(const RowsArgs &a, int64_t unit)
 
 // One tile's scan: load (issued early, so a block walking a line loads its next tile while it scans
 // the current one), then scan_and_store; the line-piece kernel uses the chunk-wise parts.
-template <int OP, typename InT, typename AccT, bool REVERSE, bool MASKED, int VEC, bool SEG, int SCALE = 1>
+template <int OP, typename InT, typename AccT, bool REVERSE, bool MASKED, int VEC, bool SEG,
+          int BYTES = kRowBytesPerThread>
 struct RowTileScan {
     using Op = ScanOp<OP, AccT>;
-    using Tile = RowTile<InT, VEC, SCALE>;
+    using Tile = RowTile<InT, VEC, BYTES>;
     static constexpr int K = Tile::K;
 
     struct Regs {
@@ -455,7 +461,7 @@ template <int OP, typename InT, typename AccT, bool REVERSE, bool MASKED, int VE
 __global__ void __launch_bounds__(kRowThreads, 2)
 scan_line_pieces_kernel(const RowsArgs a, const Lookback<AccT> lb, const WorkQueue q)
 {
-    using T = RowTileScan<OP, InT, AccT, REVERSE, MASKED, VEC, false, kPieceScale>;
+    using T = RowTileScan<OP, InT, AccT, REVERSE, MASKED, VEC, false, kPieceBytes>;
     using Op = ScanOp<OP, AccT>;
     constexpr int K = T::K, KEEP = K / 2;   // chunks a warp has; those held in registers
     const Op op;
@@ -537,7 +543,7 @@ template <int OP, typename InT, typename AccT, bool REVERSE, bool MASKED, int VE
 __global__ void __launch_bounds__(kRowThreads)
 scan_lines_kernel(const RowsArgs a)
 {
-    using T = RowTileScan<OP, InT, AccT, REVERSE, MASKED, VEC, false>;
+    using T = RowTileScan<OP, InT, AccT, REVERSE, MASKED, VEC, false, kLineTileBytes<MASKED>>;
     using Op = ScanOp<OP, AccT>;
     __shared__ typename T::Shared sh;
     const int64_t first = (int64_t)blockIdx.x * a.tiles_per_line;

@@ -72,6 +72,21 @@ describe("CUDA against the CPU #cuda", function()
     end
   end
 
+  it("agree on many long lines (a block walks each line, masked in half-size tiles)", function()
+    -- 600 lines fill the device with walking blocks; 10000 is a multiple of every vector width
+    -- (vector loads), 9999 is not (one element a lane)
+    for _, len in ipairs({ 10000, 9999 }) do
+      local m = cs.rand({ 600, len }, { seed = len, device = "cpu" }):lt(0.6)
+      for _, dtype in ipairs({ "float32", "float64", "int32" }) do
+        local x = values({ 600, len }, dtype, "sum", len + 1)
+        agree(x, 2, "sum", { mask = m }, len)
+        agree(x, 2, "sum", { mask = m, reverse = true, exclusive = true }, len)
+        agree(x, 2, "sum", {}, len)
+        agree(values({ 600, len }, dtype, "prod", len + 2), 2, "prod", { mask = m, reverse = true }, len)
+      end
+    end
+  end)
+
   it("agree along strided dims with long columns", function()
     for _, case in ipairs({ { { 200003, 3 }, 1 }, { { 100000, 64 }, 1 }, { { 64, 4096, 16 }, 2 },
                             { { 3, 50000, 5 }, 2 }, { { 1000, 1000 }, 1 }, { { 16, 5000 }, 1 }, { { 9, 3, 700 }, 1 },
