@@ -74,7 +74,8 @@ cs_status launch_rows(const cs_scan_plan *p, cudaStream_t stream)
         for (int o = 0; o < 3; o++)
             if ((o != 1 || masked) && p->outer.strides[o][d] % VEC != 0) vec = false;
     const int64_t tile = vec ? RowTile<InT, VEC>::SIZE : RowTile<InT, 1>::SIZE;
-    const int64_t big_tile = vec ? RowTile<InT, VEC, kPieceBytes>::SIZE : RowTile<InT, 1, kPieceBytes>::SIZE;
+    const int64_t big_tile = masked ? (vec ? RowTile<InT, VEC, kPieceTileBytes<true>>::SIZE : RowTile<InT, 1, kPieceTileBytes<true>>::SIZE)
+                                    : (vec ? RowTile<InT, VEC, kPieceBytes>::SIZE : RowTile<InT, 1, kPieceBytes>::SIZE);
     const int64_t line_tile = masked ? (vec ? RowTile<InT, VEC, kLineTileBytes<true>>::SIZE : RowTile<InT, 1, kLineTileBytes<true>>::SIZE)
                                      : tile;
     bool packed = unit_stride && p->outer.ndim <= 1;

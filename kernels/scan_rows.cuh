@@ -12,8 +12,8 @@
 //   single       a line per tile (lines no longer than a tile);
 //   whole lines  many long lines: a block walks its line tile by tile with the carry in registers,
 //                loading the next tile before scanning the current one; no block waits on another;
-//   look-back    few long lines: one line-piece tile (4x the bytes) per block, the pieces of a
-//                line joined by decoupled look-back (Merrill & Garland 2016). The block holds half
+//   look-back    few long lines: one line-piece tile (4x the bytes; masked, 1x) per block, the
+//                pieces of a line joined by decoupled look-back (Merrill & Garland 2016). The block holds half
 //                its tile in registers and reads the other half twice: once to reduce it, and
 //                again, once its prefix is known, from L1. DRAM still sees one read and one write,
 //                and twice the bytes a block could hold in registers wait on each prefix.
@@ -49,6 +49,11 @@ constexpr int kPieceBytes = kPieceScale * kRowBytesPerThread;
 // 96.4% and 92.8%; unmasked, half-size tiles lose 1-2% (bench/NOTES.md, v16).
 template <bool MASKED>
 constexpr int kLineTileBytes = MASKED ? kRowBytesPerThread / 2 : kRowBytesPerThread;
+// Masked line pieces are a quarter of the size (the mask's loads would not fit beside a full-size
+// piece's; at full size the reduce pass had to load a quarter of the tile at a time): 59.7% of copy
+// against 57.0-57.6% (bench/NOTES.md, v17).
+template <bool MASKED>
+constexpr int kPieceTileBytes = MASKED ? kPieceBytes / 4 : kPieceBytes;
 template <typename InT, int VEC, int BYTES = kRowBytesPerThread>
 struct RowTile {
     static constexpr int K_MAX = BYTES > kRowBytesPerThread ? 32 : 16;
@@ -461,7 +466,7 @@ template <int OP, typename InT, typename AccT, bool REVERSE, bool MASKED, int VE
 __global__ void __launch_bounds__(kRowThreads, 2)
 scan_line_pieces_kernel(const RowsArgs a, const Lookback<AccT> lb, const WorkQueue q)
 {
-    using T = RowTileScan<OP, InT, AccT, REVERSE, MASKED, VEC, false, kPieceBytes>;
+    using T = RowTileScan<OP, InT, AccT, REVERSE, MASKED, VEC, false, kPieceTileBytes<MASKED>>;
     using Op = ScanOp<OP, AccT>;
     constexpr int K = T::K, KEEP = K / 2;   // chunks a warp has; those held in registers
     const Op op;
@@ -474,13 +479,13 @@ scan_line_pieces_kernel(const RowsArgs a, const Lookback<AccT> lb, const WorkQue
     const RowSpan sp = row_span<REVERSE, false, T::Tile::SIZE>(a, unit);
 
     // read 1: the held half (streamed past L1) and the other half (kept in L1 for read 2), all
-    // loads of a half in flight at once (a quarter at a time when masked: the mask bytes would spill);
+    // loads of a half in flight at once (masked pieces are smaller, see kPieceTileBytes);
     // the warp's total in a fixed order: lane folds, then CUB's shuffle tree
     AccT keep[KEEP][VEC];
 #pragma unroll
     for (int k = 0; k < KEEP; k++) T::template load_chunk<kLast>(a, sp, k, keep[k]);
     AccT total = Op::identity();
-    T::template each_chunk<KEEP, K, MASKED ? (K - KEEP) / 2 : K - KEEP, kL1>(a, sp, [&](int, const AccT (&v)[VEC]) {
+    T::template each_chunk<KEEP, K, K - KEEP, kL1>(a, sp, [&](int, const AccT (&v)[VEC]) {
 #pragma unroll
         for (int j = 0; j < VEC; j++) total = op(total, v[j]);
     });
