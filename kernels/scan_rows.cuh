@@ -13,10 +13,11 @@
 //   whole lines  many long lines: a block walks its line tile by tile with the carry in registers,
 //                loading the next tile before scanning the current one; no block waits on another;
 //   look-back    few long lines: one line-piece tile (4x the bytes; masked, 1x) per block, the
-//                pieces of a line joined by decoupled look-back (Merrill & Garland 2016). The block holds half
-//                its tile in registers and reads the other half twice: once to reduce it, and
-//                again, once its prefix is known, from L1. DRAM still sees one read and one write,
-//                and twice the bytes a block could hold in registers wait on each prefix.
+//                pieces of a line joined by decoupled look-back (Merrill & Garland 2016). The
+//                block holds half its tile in registers and reads the other half twice: once to
+//                reduce it, and again, once its prefix is known, from L1. DRAM still sees one read
+//                and one write, and twice the bytes a block could hold in registers wait on each
+//                prefix.
 // In every mode the order of the combines follows from the shape alone, never from timing, so a
 // scan gives the same bits on every run.
 // Reverse walks tiles from the end and reverses each vector in registers: no flips in memory.
