@@ -1,5 +1,5 @@
 -- Special values through scans: NaN and infinities propagate as IEEE arithmetic says, masked-out
--- NaN/Inf never reach the result, sums start from +0.0, -0.0 and denormals survive, integers wrap.
+-- NaN/Inf never reach the result, -0.0 is the identity of sums, denormals survive, integers wrap.
 local H = require("spec.helpers")
 local cs = require("cuscan")
 require("cuscan.assertions")
@@ -71,10 +71,26 @@ H.each_device("special values", function(dev, it)
       end
     end)
 
-    it(dtype .. ": sums start from +0.0, so a sum of -0.0 reads +0.0; products keep -0.0", function()
+    it(dtype .. ": -0.0 is the identity of sums; the empty prefix and masked-out elements read +0.0", function()
       local z = cs.tensor({ -0.0, -0.0, -0.0 }, { device = dev, dtype = dtype })
-      for _, v in ipairs(z:cumsum(1):totable()) do assert.is_true(is_pos_zero(v)) end
-      for _, v in ipairs(z:cumsum(1, { exclusive = true, reverse = true }):totable()) do assert.is_true(is_pos_zero(v)) end
+      for _, v in ipairs(z:cumsum(1):totable()) do assert.is_true(is_neg_zero(v)) end
+      for _, v in ipairs(z:cumsum(1, { reverse = true }):totable()) do assert.is_true(is_neg_zero(v)) end
+      -- exclusive: the first output is the empty prefix (+0.0), the later ones prefixes of -0.0
+      local ex = z:cumsum(1, { exclusive = true }):totable()
+      assert.is_true(is_pos_zero(ex[1]))
+      assert.is_true(is_neg_zero(ex[2]) and is_neg_zero(ex[3]))
+      local rex = z:cumsum(1, { exclusive = true, reverse = true }):totable()
+      assert.is_true(is_pos_zero(rex[3]))
+      assert.is_true(is_neg_zero(rex[1]) and is_neg_zero(rex[2]))
+      -- -0.0 + x == x for every x, +0.0 included
+      local mixed = cs.tensor({ -0.0, 0.0, -0.0 }, { device = dev, dtype = dtype }):cumsum(1):totable()
+      assert.is_true(is_neg_zero(mixed[1]) and is_pos_zero(mixed[2]) and is_pos_zero(mixed[3]))
+      -- a masked-out element reads +0.0, as cumsum(where(mask, x, 0)) does
+      local m = cs.tensor({ false, true, false }, { device = dev })
+      local ms = z:cumsum(1, { mask = m }):totable()
+      assert.is_true(is_pos_zero(ms[1]) and is_pos_zero(ms[2]) and is_pos_zero(ms[3]))
+      local lead = cs.tensor({ -0.0, -0.0 }, { device = dev, dtype = dtype }):cumsum(1, { mask = cs.tensor({ true, false }, { device = dev }) }):totable()
+      assert.is_true(is_neg_zero(lead[1]) and is_pos_zero(lead[2]))
       local p = cs.tensor({ -0.0, 2, 3 }, { device = dev, dtype = dtype }):cumprod(1):totable()
       for _, v in ipairs(p) do assert.is_true(is_neg_zero(v)) end
       local q = cs.tensor({ -1, 0 }, { device = dev, dtype = dtype }):cumprod(1):totable()

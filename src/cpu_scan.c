@@ -1,6 +1,10 @@
 /* cpu_scan.c - the CPU scan backend: OpenMP over independent lines; float32 accumulates in double.
  * ROWS plans walk each line in turn; COLUMNS plans walk a block of neighbouring lines together, one
- * row at a time, so that the inner loop runs over unit strides and vectorises. */
+ * row at a time, so that the inner loop runs over unit strides and vectorises.
+ * Fold rules shared with the CUDA kernels: a fold starts from the op's identity (-0.0 for float
+ * sums, since -0.0 + x == x for every x, so a sum of -0.0 stays -0.0); a masked-out element reads as
+ * MASKED (+0.0 or 1: the scan of where(mask, x, 0)); an exclusive scan's first output, the empty
+ * prefix, is EMPTY (+0.0 or 1). */
 #include <stdint.h>
 #include "internal.h"
 
@@ -24,7 +28,7 @@ static inline void line_offsets(const cs_iter *it, int64_t idx, int64_t off[3])
 #define PROD(a, b) ((a) * (b))
 
 /* One scan kernel per (input, accumulator, output, op). TO_ACC converts an input element. */
-#define DEFINE_CPU_SCAN(NAME, IN_T, ACC_T, OUT_T, TO_ACC, IDENT, OP)                                  \
+#define DEFINE_CPU_SCAN(NAME, IN_T, ACC_T, OUT_T, TO_ACC, IDENT, MASKED, EMPTY, OP)                                \
     static void NAME##_rows(const cs_scan_plan *p)                                                    \
     {                                                                                                 \
         const IN_T *x = p->x;                                                                         \
@@ -42,9 +46,9 @@ static inline void line_offsets(const cs_iter *it, int64_t idx, int64_t off[3])
             ACC_T acc = IDENT;                                                                        \
             for (int64_t k = 0; k < len; k++) {                                                       \
                 int64_t i = rev ? len - 1 - k : k;                                                    \
-                ACC_T v = (!ml || ml[i * sm]) ? TO_ACC(xl[i * sx]) : (ACC_T)(IDENT);                  \
+                ACC_T v = (!ml || ml[i * sm]) ? TO_ACC(xl[i * sx]) : (ACC_T)(MASKED);                 \
                 ACC_T next = OP(acc, v);                                                              \
-                yl[i * so] = (OUT_T)(excl ? acc : next);                                              \
+                yl[i * so] = (OUT_T)(excl ? (k ? acc : (ACC_T)(EMPTY)) : next);                       \
                 acc = next;                                                                           \
             }                                                                                         \
         }                                                                                             \
@@ -76,19 +80,19 @@ static inline void line_offsets(const cs_iter *it, int64_t idx, int64_t off[3])
                 if (unit && !mr) {                                                                    \
                     for (int64_t c = 0; c < nc; c++) {                                                \
                         ACC_T next = OP(acc[c], TO_ACC(xr[c]));                                       \
-                        yr[c] = (OUT_T)(excl ? acc[c] : next);                                        \
+                        yr[c] = (OUT_T)(excl ? (k ? acc[c] : (ACC_T)(EMPTY)) : next);                 \
                         acc[c] = next;                                                                \
                     }                                                                                 \
                 } else if (unit) {                                                                    \
                     for (int64_t c = 0; c < nc; c++) {                                                \
-                        ACC_T next = mr[c] ? OP(acc[c], TO_ACC(xr[c])) : acc[c];                      \
-                        yr[c] = (OUT_T)(excl ? acc[c] : next);                                        \
+                        ACC_T next = OP(acc[c], mr[c] ? TO_ACC(xr[c]) : (ACC_T)(MASKED));             \
+                        yr[c] = (OUT_T)(excl ? (k ? acc[c] : (ACC_T)(EMPTY)) : next);                 \
                         acc[c] = next;                                                                \
                     }                                                                                 \
                 } else {                                                                              \
                     for (int64_t c = 0; c < nc; c++) {                                                \
-                        ACC_T next = (!mr || mr[c * im]) ? OP(acc[c], TO_ACC(xr[c * ix])) : acc[c];   \
-                        yr[c * io] = (OUT_T)(excl ? acc[c] : next);                                   \
+                        ACC_T next = OP(acc[c], (!mr || mr[c * im]) ? TO_ACC(xr[c * ix]) : (ACC_T)(MASKED)); \
+                        yr[c * io] = (OUT_T)(excl ? (k ? acc[c] : (ACC_T)(EMPTY)) : next);            \
                         acc[c] = next;                                                                \
                     }                                                                                 \
                 }                                                                                     \
@@ -100,20 +104,20 @@ static inline void line_offsets(const cs_iter *it, int64_t idx, int64_t off[3])
 #define AS_U32(v) ((uint32_t)(v))
 #define AS_U64(v) ((uint64_t)(int64_t)(v))
 
-DEFINE_CPU_SCAN(sum_f32_f32, float, double, float, AS_DOUBLE, 0.0, SUM)
-DEFINE_CPU_SCAN(sum_f32_f64, float, double, double, AS_DOUBLE, 0.0, SUM)
-DEFINE_CPU_SCAN(sum_f64_f64, double, double, double, AS_DOUBLE, 0.0, SUM)
-DEFINE_CPU_SCAN(sum_i32_i32, int32_t, uint32_t, int32_t, AS_U32, 0u, SUM)
-DEFINE_CPU_SCAN(sum_i32_i64, int32_t, uint64_t, int64_t, AS_U64, 0u, SUM)
-DEFINE_CPU_SCAN(sum_i64_i64, int64_t, uint64_t, int64_t, AS_U64, 0u, SUM)
-DEFINE_CPU_SCAN(sum_b_i32, unsigned char, uint32_t, int32_t, AS_U32, 0u, SUM)
-DEFINE_CPU_SCAN(sum_b_i64, unsigned char, uint64_t, int64_t, AS_U64, 0u, SUM)
-DEFINE_CPU_SCAN(prod_f32_f32, float, double, float, AS_DOUBLE, 1.0, PROD)
-DEFINE_CPU_SCAN(prod_f32_f64, float, double, double, AS_DOUBLE, 1.0, PROD)
-DEFINE_CPU_SCAN(prod_f64_f64, double, double, double, AS_DOUBLE, 1.0, PROD)
-DEFINE_CPU_SCAN(prod_i32_i32, int32_t, uint32_t, int32_t, AS_U32, 1u, PROD)
-DEFINE_CPU_SCAN(prod_i32_i64, int32_t, uint64_t, int64_t, AS_U64, 1u, PROD)
-DEFINE_CPU_SCAN(prod_i64_i64, int64_t, uint64_t, int64_t, AS_U64, 1u, PROD)
+DEFINE_CPU_SCAN(sum_f32_f32, float, double, float, AS_DOUBLE, -0.0, 0.0, 0.0, SUM)
+DEFINE_CPU_SCAN(sum_f32_f64, float, double, double, AS_DOUBLE, -0.0, 0.0, 0.0, SUM)
+DEFINE_CPU_SCAN(sum_f64_f64, double, double, double, AS_DOUBLE, -0.0, 0.0, 0.0, SUM)
+DEFINE_CPU_SCAN(sum_i32_i32, int32_t, uint32_t, int32_t, AS_U32, 0u, 0u, 0u, SUM)
+DEFINE_CPU_SCAN(sum_i32_i64, int32_t, uint64_t, int64_t, AS_U64, 0u, 0u, 0u, SUM)
+DEFINE_CPU_SCAN(sum_i64_i64, int64_t, uint64_t, int64_t, AS_U64, 0u, 0u, 0u, SUM)
+DEFINE_CPU_SCAN(sum_b_i32, unsigned char, uint32_t, int32_t, AS_U32, 0u, 0u, 0u, SUM)
+DEFINE_CPU_SCAN(sum_b_i64, unsigned char, uint64_t, int64_t, AS_U64, 0u, 0u, 0u, SUM)
+DEFINE_CPU_SCAN(prod_f32_f32, float, double, float, AS_DOUBLE, 1.0, 1.0, 1.0, PROD)
+DEFINE_CPU_SCAN(prod_f32_f64, float, double, double, AS_DOUBLE, 1.0, 1.0, 1.0, PROD)
+DEFINE_CPU_SCAN(prod_f64_f64, double, double, double, AS_DOUBLE, 1.0, 1.0, 1.0, PROD)
+DEFINE_CPU_SCAN(prod_i32_i32, int32_t, uint32_t, int32_t, AS_U32, 1u, 1u, 1u, PROD)
+DEFINE_CPU_SCAN(prod_i32_i64, int32_t, uint64_t, int64_t, AS_U64, 1u, 1u, 1u, PROD)
+DEFINE_CPU_SCAN(prod_i64_i64, int64_t, uint64_t, int64_t, AS_U64, 1u, 1u, 1u, PROD)
 
 typedef void (*scan_fn)(const cs_scan_plan *);
 
