@@ -1,8 +1,11 @@
 # cuscan - build, test, demo, bench, install.
-#   make            build/libcuscan.so (CUDA kernels when nvcc is found; CUDA=0 for the CPU backend alone)
+#   make            build/libcuscan.so, in parallel on every core (CUDA kernels when nvcc is found;
+#                   CUDA=0 for the CPU backend alone; CUDA_ARCH="80 90" picks the GPUs to build for;
+#                   V=1 shows the compiler's command lines)
 #   make test       every spec under LuaJIT; ends with "N passed, N failed[, N skipped]"
 #   make demo       the three seed problems, verified and timed
-#   make bench      the performance table (CSV=path also writes CSV); make bench-plot draws it
+#   make bench      the performance table (CSV=path also writes CSV; GRID=1 adds the shape grid);
+#                   make bench-plot draws the size sweep and the grid's heat maps
 #   make repl       the interactive REPL (bin/cuscan)
 #   make install PREFIX=/usr/local / make uninstall
 #   make asan       the C core and the CPU specs under AddressSanitizer and UBSan
@@ -21,66 +24,107 @@ CUDA      ?= 0
 else
 CUDA      ?= 1
 endif
-CUDA_ARCH ?= 80 90
-PTX_ARCH  ?= $(lastword $(CUDA_ARCH))
 JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
+MAKEFLAGS += -j$(JOBS) --no-print-directory
+
+# The GPUs to build for: the ones present (nvidia-smi), else a default set (Ampere and Hopper); PTX of
+# the newest of them lets the driver compile for a later GPU.
+DEFAULT_CUDA_ARCH := 80 90
+ifeq ($(CUDA),1)
+ifeq ($(origin CUDA_ARCH),undefined)
+GPU_ARCH  := $(sort $(shell nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | tr -d '.' | grep -E '^[0-9]+$$'))
+CUDA_ARCH := $(if $(GPU_ARCH),$(GPU_ARCH),$(DEFAULT_CUDA_ARCH))
+endif
+endif
+PTX_ARCH  ?= $(lastword $(CUDA_ARCH))
 
 comma    := ,
-# CFLAGS / NVFLAGS / LDFLAGS are the user's (optimisation, sanitizers); the rest is always added
+Q         = $(if $(V),,@)
+# CFLAGS / NVFLAGS / LDFLAGS are the user's (optimisation, sanitizers); the rest is always added.
+# Symbols are hidden unless src/cuscan.h declares them: the library exports its public API alone.
 CFLAGS   ?= -O3
 NVFLAGS  ?= -O3
-C_ALL     = $(CFLAGS) -std=c11 -D_GNU_SOURCE -fPIC -Wall -Wextra -Werror -fopenmp -Isrc -DCS_WITH_CUDA=$(CUDA)
-NV_ALL    = $(NVFLAGS) -std=c++17 -Xcompiler -fPIC,-Wall,-Wextra -Werror all-warnings -Isrc -DCS_WITH_CUDA=1 \
+C_ALL     = $(CFLAGS) -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -Wall -Wextra -Werror -fopenmp -Isrc
+NV_ALL    = $(NVFLAGS) -std=c++17 -Xcompiler -fPIC,-fvisibility=hidden,-Wall,-Wextra -Werror all-warnings -Isrc -Ikernels \
             $(foreach a,$(CUDA_ARCH),-gencode arch=compute_$(a),code=sm_$(a)) \
             $(if $(PTX_ARCH),-gencode arch=compute_$(PTX_ARCH)$(comma)code=compute_$(PTX_ARCH))
 LDLIBS    = -fopenmp -lm -lpthread
 
-C_SRC  = $(filter-out src/cuda_stub.c,$(wildcard src/*.c))
-CU_SRC = $(wildcard kernels/*.cu)
-# objects of the CPU-only and the CUDA build live apart (C files compile differently in each), and
-# the library is relinked whenever the build it was last linked from differs from this one
+# Folders by layer: src/ the public API, plan and tensor core; src/cpu/ the CPU backend; src/cuda/
+# the CUDA side's host runtime and kernels/ its device code (src/no_cuda.c stands in for both
+# without CUDA). One scan compilation unit per dtype pair of src/dtypes.h, generated.
+CORE_SRC = $(wildcard src/*.c src/cpu/*.c)
+PAIRS    = $(shell sed -n 's/^ *X.\([a-z0-9_]*\),.*/\1/p' src/dtypes.h)
 ifeq ($(CUDA),1)
-OBJ     = $(BUILD)/obj-cuda
-OBJS    = $(C_SRC:src/%.c=$(OBJ)/%.o) $(CU_SRC:kernels/%.cu=$(OBJ)/kernels/%.o)
-C_ALL  += -I$(CUDA_HOME)/include
-LDLIBS += -L$(CUDA_HOME)/lib64 -lcudart_static -lrt -ldl -lstdc++
+OBJ      = $(BUILD)/obj-cuda
+C_SRC    = $(filter-out src/no_cuda.c,$(CORE_SRC)) $(wildcard src/cuda/*.c)
+CU_OBJS  = $(patsubst kernels/%.cu,$(OBJ)/kernels/%.o,$(wildcard kernels/*.cu)) $(PAIRS:%=$(OBJ)/gen/scan_%.o)
+C_ALL   += -I$(CUDA_HOME)/include
+LDLIBS  += -L$(CUDA_HOME)/lib64 -lcudart_static -lrt -ldl -lstdc++
 else
-OBJ     = $(BUILD)/obj-cpu
-OBJS    = $(C_SRC:src/%.c=$(OBJ)/%.o) $(OBJ)/cuda_stub.o
+OBJ      = $(BUILD)/obj-cpu
+C_SRC    = $(CORE_SRC)
+CU_OBJS  =
 endif
-LINKED  = $(BUILD)/linked-from
-ifneq ($(shell cat $(LINKED) 2>/dev/null),$(notdir $(OBJ)))
-$(shell mkdir -p $(BUILD) && echo $(notdir $(OBJ)) > $(LINKED))
+C_OBJS   = $(C_SRC:src/%.c=$(OBJ)/%.o)
+OBJS     = $(C_OBJS) $(CU_OBJS)
+NSTEPS   = $(words $(OBJS) lib)
+step     = $$(printf '%s\n' $(OBJS) | grep -nxF '$(1)' | cut -d: -f1)
+# the library is relinked whenever the build it was last linked from differs from this one
+LINKED   = $(BUILD)/linked-from
+LINK_ID  = $(strip $(notdir $(OBJ)) $(CUDA_ARCH))
+ifneq ($(shell cat $(LINKED) 2>/dev/null),$(LINK_ID))
+$(shell mkdir -p $(BUILD) && echo $(LINK_ID) > $(LINKED))
 endif
 
 LIB  = $(BUILD)/libcuscan.so
 CDEF = $(BUILD)/cuscan.cdef
+HDRS = $(wildcard src/*.h)
+CUH  = $(wildcard kernels/*.cuh)
 
 .DELETE_ON_ERROR:
-.PHONY: all test demo bench bench-plot repl install uninstall asan sanitize clean tools
-all: $(LIB) $(CDEF)
+.PHONY: all announce test demo bench bench-plot repl install uninstall asan sanitize clean tools run-specs
+all: announce $(LIB) $(CDEF)
+
+announce:
 ifeq ($(CUDA),1)
-	@true
+	@if [ ! -f $(LIB) ] || [ -n "$$(find kernels src/dtypes.h -newer $(LIB) 2>/dev/null | head -1)" ]; then \
+	  echo "cuscan: building with CUDA kernels for sm_$(subst $() ,$(comma) sm_,$(CUDA_ARCH)) (+ PTX $(PTX_ARCH)) on $(JOBS) cores;" \
+	       "a first build takes about $$(( ( 60 * $(words $(CUDA_ARCH)) * $(words $(CU_OBJS)) / $(JOBS) + 59 ) / 60 )) min here"; \
+	fi
 else
 	@echo "cuscan: building the CPU backend alone ($(if $(NVCC),CUDA=0 given,no nvcc found)); CUDA specs will be skipped"
 endif
 
-$(OBJ)/%.o: src/%.c src/cuscan.h src/internal.h src/scalar.h | $(OBJ)
-	$(CC) $(C_ALL) -c $< -o $@
+$(OBJ)/%.o: src/%.c $(HDRS)
+	@mkdir -p $(dir $@)
+	@echo "[$(call step,$@)/$(NSTEPS)] C $<"
+	$(Q)$(CC) $(C_ALL) -c $< -o $@
 
-$(OBJ)/kernels/%.o: kernels/%.cu $(wildcard kernels/*.cuh) src/cuscan.h src/internal.h src/scalar.h | $(OBJ)/kernels
-	$(NVCC) $(NV_ALL) -c $< -o $@
+$(OBJ)/kernels/%.o: kernels/%.cu $(CUH) $(HDRS)
+	@mkdir -p $(dir $@)
+	@echo "[$(call step,$@)/$(NSTEPS)] CUDA $<"
+	$(Q)$(NVCC) $(NV_ALL) -c $< -o $@
 
-$(OBJ) $(OBJ)/kernels:
-	@mkdir -p $@
+# one unit per dtype pair: the kernels of that pair only, so the pairs compile in parallel
+$(BUILD)/gen/scan_%.cu: src/dtypes.h
+	@mkdir -p $(dir $@)
+	@{ printf '// generated from src/dtypes.h: the scan kernels of one dtype pair\n#include "scan_launch.cuh"\n'; \
+	   sed -n 's/^ *X(\($*,[^)]*\)).*/CUSCAN_DEFINE_PAIR(\1)/p' src/dtypes.h; } > $@
 
-# -z nodelete: LuaJIT unloads the library at exit while OpenMP's threads may still be running
+$(OBJ)/gen/scan_%.o: $(BUILD)/gen/scan_%.cu $(CUH) $(HDRS)
+	@mkdir -p $(dir $@)
+	@echo "[$(call step,$@)/$(NSTEPS)] CUDA scan kernels $*"
+	$(Q)$(NVCC) $(NV_ALL) -c $< -o $@
+
 $(LIB): $(OBJS) $(LINKED)
-	$(CC) $(CFLAGS) $(LDFLAGS) -shared -o $@ $(OBJS) $(LDLIBS) -Wl,-z,defs -Wl,-z,nodelete
+	@echo "[$(NSTEPS)/$(NSTEPS)] link $@"
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -shared -o $@ $(OBJS) $(LDLIBS) -Wl,-z,defs -Wl,-z,nodelete -Wl,--exclude-libs,ALL
 
 # the header as LuaJIT's ffi.cdef reads it: no preprocessor lines, no C++ guards
-$(CDEF): src/cuscan.h | $(OBJ)
-	sed -e '/^#/d' -e '/^extern "C"/d' -e '/^}$$/d' $< > $@
+$(CDEF): src/cuscan.h
+	@mkdir -p $(dir $@)
+	$(Q)sed -e '/^#/d' -e '/^extern "C"/d' -e '/^}$$/d' $< > $@
 
 # ---- Lua tools: install the Debian packages when root, else say how ----
 LUAJIT ?= $(shell command -v luajit 2>/dev/null)
@@ -99,7 +143,7 @@ tools:
 LUA_ENV = LUA_PATH="$(CURDIR)/lua/?.lua;$(CURDIR)/lua/?/init.lua;$$LUA_PATH;;"
 
 test: all tools
-	@$(LUA_ENV) $(MAKE) --no-print-directory run-specs
+	@$(LUA_ENV) $(MAKE) run-specs
 
 run-specs:
 	@luajit $$(command -v busted) --output=spec/support/summary.lua $(SPEC_ARGS) spec examples/spec
@@ -108,11 +152,13 @@ demo: all tools
 	@$(LUA_ENV) luajit examples/demo.lua
 
 bench: all tools
-	@$(LUA_ENV) luajit bench/bench.lua $(if $(CSV),--csv $(CSV))
+	@$(LUA_ENV) luajit bench/bench.lua $(if $(CSV),--csv $(CSV)) $(if $(GRID),--grid)
 
-# GB/s against size for each op with the copy line: bench/sweep.png (gnuplot), else bench/sweep.csv
+# GB/s against size for each op with the copy line: bench/sweep.png (gnuplot), else bench/sweep.csv;
+# the shape grid's heat maps from bench/grid.csv when a grid run wrote it
 bench-plot: all tools
 	@bin/cuscan examples/bench_sweep.lua --out bench/sweep
+	@if [ -f bench/grid.csv ]; then $(LUA_ENV) luajit bench/grid_plot.lua bench/grid.csv bench/grid; fi
 
 repl: all tools
 	@bin/cuscan
@@ -129,10 +175,10 @@ uninstall:
 	rm -rf $(DESTDIR)$(LIBDIR)/cuscan $(DESTDIR)$(LUADIR)/cuscan $(DESTDIR)$(BINDIR)/cuscan
 
 asan: tools
-	$(MAKE) --no-print-directory BUILD=build/asan CUDA=0 CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" all
+	$(MAKE) BUILD=build/asan CUDA=0 CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" all
 	@$(LUA_ENV) CUSCAN_LIB=$(CURDIR)/build/asan/libcuscan.so CUSCAN_DEVICE=cpu \
 	  LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" \
-	  ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 $(MAKE) --no-print-directory run-specs
+	  ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 $(MAKE) -j1 run-specs
 
 sanitize: all tools
 	@$(LUA_ENV) LOGS=$(BUILD)/sanitize JOBS=$(JOBS) sh spec/support/sanitize.sh

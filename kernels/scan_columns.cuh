@@ -1,22 +1,19 @@
-// scan_columns.cuh - scans of lines that lie side by side: the scanned dim has a large stride and
-// another dim (`inner`) holds neighbouring lines, so lane l of a warp takes line (column) l and a
-// warp's load of one row is one contiguous segment.
+// scan_columns.cuh - the column family: the scanned dim has a large stride and another dim
+// (`inner`) holds neighbouring lines, so lane l of a warp takes line (column) l and a warp's load of
+// one row is one contiguous segment.
 //
-// A block of 8 warps scans a unit of R rows x W columns: WC warps side by side cover W = 32*WC
+// A block of 8 warps scans a unit of R rows x W columns: WC warps side by side cover W = 32*WC*CV
 // columns, WR = 8/WC warps one above the other cover R = WR * rows_per_warp rows. Each thread
 // loads its rows_per_warp elements first (all loads in flight), folds them, the warps of a column
-// meet in shared memory, and the units of one column strip are joined by look-back. Units are
-// numbered column-block fastest, so the unit above a unit was started long before and its prefix is
-// usually waiting: the look-back is one read. When there are too few strips for that (the unit
-// above is still running) but enough to fill the device, a block walks a whole strip instead.
+// meet in shared memory, and the units of one column strip are joined by the look-back
+// (lookback.cuh). Units are numbered column-block fastest, so the unit above a unit was started long
+// before and its prefix is usually waiting: the look-back is one read. When there are too few strips
+// for that (the unit above is still running) but enough to fill the device, a block walks a whole
+// strip instead.
 #pragma once
-#include "scan_common.cuh"
+#include "lookback.cuh"
 
 namespace cuscan {
-
-constexpr int kColWarps = 8;
-constexpr int kColThreads = kColWarps * kWarp;
-constexpr int kColMaxRows = 32;  // rows a thread holds
 
 struct ColumnsArgs {
     const void *x;
@@ -39,16 +36,22 @@ struct ColumnsArgs {
 
 // CV: neighbouring columns per lane (2 for 4-byte inputs when aligned), so a warp's row is 256
 // bytes rather than 128.
-template <int OP, typename InT, typename AccT, bool REVERSE, bool MASKED, int CV>
+template <class S, int CV>
 struct ColumnUnitScan {
-    using Op = ScanOp<OP, AccT>;
+    using InT = typename S::InT;
+    using AccT = typename S::AccT;
+    using OutT = typename S::OutT;
+    using Op = typename S::Op;
+    static constexpr int WARPS = S::P::kColWarps;
+    static constexpr int MAX_ROWS = S::P::kColMaxRows;
+    static constexpr int THREADS = WARPS * kWarp;
 
     struct Regs {
-        Vec<InT, CV> v[kColMaxRows];   // rows of this thread's columns, masked-out ones the identity
+        Vec<InT, CV> v[MAX_ROWS];   // rows of this thread's columns, masked-out ones zero
     };
 
     struct Shared {
-        AccT total[kColWarps][kColThreads * CV];
+        AccT total[WARPS][THREADS * CV];
         int distance;
     };
 
@@ -64,7 +67,7 @@ struct ColumnUnitScan {
     {
         const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
         const int wc = warp % a.warps_across;
-        const int warps_down = kColWarps / a.warps_across;
+        const int warps_down = WARPS / a.warps_across;
         const int64_t cb = unit % a.col_blocks;
         const int64_t rest = unit / a.col_blocks;
         Place pl;
@@ -76,7 +79,7 @@ struct ColumnUnitScan {
         const int64_t col = cb * unit_width(a) + pl.c;
         const int64_t row0 = pl.chunk * (int64_t)warps_down * a.rows_per_warp + (int64_t)pl.wr * a.rows_per_warp;
         pl.nrows = col < a.inner ? (int)min((int64_t)a.rows_per_warp, max(a.len - row0, (int64_t)0)) : 0;
-        pl.first = REVERSE ? a.len - 1 - row0 : row0;
+        pl.first = S::REVERSE ? a.len - 1 - row0 : row0;
         pl.xoff = ox + col * a.ix + pl.first * a.sx;
         pl.moff = om + col * a.im + pl.first * a.sm;
         pl.ooff = oo + col * a.io + pl.first * a.so;
@@ -85,39 +88,38 @@ struct ColumnUnitScan {
 
     // One moving pointer per operand, so the loads need no address registers. Unmasked, each row
     // is loaded under its own guard. Masked, every row is loaded unconditionally (rows past the end
-    // read the line's first element again) and a select puts the identity where a row does not
-    // exist or its mask is false (so a NaN under a false mask never reaches the sums): guarded byte
-    // loads of the mask had serialised behind branches (bench/NOTES.md, v4 and v5).
+    // read the line's first element again) and a select puts zero where the mask is false and the
+    // identity where a row does not exist (so a NaN under a false mask never reaches the sums):
+    // guarded byte loads of the mask serialise behind branches (bench/NOTES.md, v4 and v5).
     __device__ __forceinline__ static void load(const ColumnsArgs &a, int64_t unit, Regs &r)
     {
         const Place pl = place(a, unit);
-        const InT in_identity = OP == CS_SCAN_SUM ? InT(0) : InT(1);
-        if constexpr (!MASKED) {
-            const int64_t step_x = REVERSE ? -a.sx : a.sx;
+        if constexpr (!S::MASKED) {
+            const int64_t step_x = S::REVERSE ? -a.sx : a.sx;
             const InT *px = static_cast<const InT *>(a.x) + pl.xoff;
 #pragma unroll
-            for (int i = 0; i < kColMaxRows; i++) {
+            for (int i = 0; i < MAX_ROWS; i++) {
                 if (i < pl.nrows) {
                     r.v[i] = load_vec<InT, CV>(px);
                 } else {
 #pragma unroll
-                    for (int j = 0; j < CV; j++) r.v[i].v[j] = in_identity;
+                    for (int j = 0; j < CV; j++) r.v[i].v[j] = S::in_identity();
                 }
                 px += step_x;
             }
-        } else if (a.rows_per_warp <= kColMaxRows / 2) {
-            load_masked<kColMaxRows / 2>(a, pl, r, in_identity);   // short columns: no loads wasted
+        } else if (a.rows_per_warp <= MAX_ROWS / 2) {
+            load_masked<MAX_ROWS / 2>(a, pl, r);   // short columns: no loads wasted
         } else {
-            load_masked<kColMaxRows>(a, pl, r, in_identity);
+            load_masked<MAX_ROWS>(a, pl, r);
         }
     }
 
     // Masked rows 0..N-1 (N >= rows_per_warp), each loaded unconditionally (see load); the rows
     // from N on are the identity without a load.
     template <int N>
-    __device__ __forceinline__ static void load_masked(const ColumnsArgs &a, const Place &pl, Regs &r, InT in_identity)
+    __device__ __forceinline__ static void load_masked(const ColumnsArgs &a, const Place &pl, Regs &r)
     {
-        const int64_t step_x = REVERSE ? -a.sx : a.sx, step_m = REVERSE ? -a.sm : a.sm;
+        const int64_t step_x = S::REVERSE ? -a.sx : a.sx, step_m = S::REVERSE ? -a.sm : a.sm;
         const InT *x0 = pl.nrows > 0 ? static_cast<const InT *>(a.x) + pl.xoff : static_cast<const InT *>(a.x);
         const unsigned char *m0 = pl.nrows > 0 ? a.mask + pl.moff : a.mask;
         const InT *px = x0;
@@ -128,14 +130,14 @@ struct ColumnUnitScan {
             const Vec<InT, CV> xv = load_vec<InT, CV>(ok ? px : x0);
             const Vec<unsigned char, CV> mv = load_vec<unsigned char, CV>(ok ? pm : m0);
 #pragma unroll
-            for (int j = 0; j < CV; j++) r.v[i].v[j] = (ok && mv.v[j] != 0) ? xv.v[j] : in_identity;
+            for (int j = 0; j < CV; j++) r.v[i].v[j] = !ok ? S::in_identity() : (mv.v[j] != 0 ? xv.v[j] : S::in_zero());
             px += step_x;
             pm += step_m;
         }
 #pragma unroll
-        for (int i = N; i < kColMaxRows; i++)
+        for (int i = N; i < MAX_ROWS; i++)
 #pragma unroll
-            for (int j = 0; j < CV; j++) r.v[i].v[j] = in_identity;
+            for (int j = 0; j < CV; j++) r.v[i].v[j] = S::in_identity();
     }
 
     // The unit above has usually finished long before: read its flag and prefix while this unit's
@@ -145,18 +147,17 @@ struct ColumnUnitScan {
         AccT prefix[CV];
     };
 
-    __device__ __forceinline__ static Above peek_above(const ColumnsArgs &a, const Lookback<AccT> &lb, int64_t unit)
+    __device__ __forceinline__ static Above peek_above(const ColumnsArgs &a, const VectorStatus<AccT> &st, int64_t unit)
     {
         Above ab;
         ab.ready = false;
         const int64_t above = a.col_blocks * a.nouter;
         if (a.use_lookback && unit >= above) {
             const int c = ((threadIdx.x >> 5) % a.warps_across * 32 + (threadIdx.x & 31)) * CV;
-            if (lb.get_flag(unit - above) == kInclusive) {
+            if (st.get_flag(unit - above) == kInclusive) {
                 ab.ready = true;
 #pragma unroll
-                for (int j = 0; j < CV; j++)
-                    ab.prefix[j] = __ldcg(lb.inclusive + (size_t)(unit - above) * unit_width(a) + c + j);
+                for (int j = 0; j < CV; j++) ab.prefix[j] = __ldcg(st.slot(st.inclusive, unit - above, c + j));
             }
         }
         return ab;
@@ -165,19 +166,19 @@ struct ColumnUnitScan {
     // WALK: a walking block's unit, which starts from `carry` (its strip's running prefix, advanced
     // here) instead of looking back.
     template <bool WALK>
-    __device__ __forceinline__ static void scan_and_store(const ColumnsArgs &a, const Lookback<AccT> &lb, int64_t unit,
-                                                          const Regs &r, Shared &sh, const Above &ab, AccT (&carry)[CV])
+    __device__ __forceinline__ static void scan_and_store(const ColumnsArgs &a, const VectorStatus<AccT> &st,
+                                                          int64_t unit, const Regs &r, Shared &sh, const Above &ab,
+                                                          AccT (&carry)[CV])
     {
         const Op op;
         const Place pl = place(a, unit);
-        const int warps_down = kColWarps / a.warps_across;
-        const int width = unit_width(a);
+        const int warps_down = WARPS / a.warps_across;
 
         AccT total[CV];
 #pragma unroll
         for (int j = 0; j < CV; j++) total[j] = Op::identity();
 #pragma unroll
-        for (int i = 0; i < kColMaxRows; i++)
+        for (int i = 0; i < MAX_ROWS; i++)
             if (i < pl.nrows)
 #pragma unroll
                 for (int j = 0; j < CV; j++) total[j] = op(total[j], to_acc<AccT>(r.v[i].v[j]));
@@ -202,69 +203,42 @@ struct ColumnUnitScan {
                 carry[j] = op(carry[j], unit_total[j]);
             }
         } else if (a.use_lookback) {
-            const int64_t above = a.col_blocks * a.nouter;  // id distance to the unit above
-            const size_t slot = (size_t)unit * width + pl.c;
-            if (pl.chunk == 0) {
-                if (pl.wr == 0)
-#pragma unroll
-                    for (int j = 0; j < CV; j++) lb.inclusive[slot + j] = op(prefix[j], unit_total[j]);
-            } else if (above_ready) {
+            if (above_ready && pl.chunk > 0) {
+                // the unit above had its prefix posted: post this unit's at once
 #pragma unroll
                 for (int j = 0; j < CV; j++) prefix[j] = ab.prefix[j];
                 if (pl.wr == 0)
 #pragma unroll
-                    for (int j = 0; j < CV; j++) lb.inclusive[slot + j] = op(prefix[j], unit_total[j]);
+                    for (int j = 0; j < CV; j++) *st.slot(st.inclusive, unit, pl.c + j) = op(prefix[j], unit_total[j]);
+                __threadfence();
+                __syncthreads();
+                if (threadIdx.x == 0) st.set_flag(unit, kInclusive);
             } else {
-                // post this unit's total, then walk up to the nearest unit with a prefix
-                if (pl.wr == 0)
+                int cols[CV];
 #pragma unroll
-                    for (int j = 0; j < CV; j++) lb.aggregate[slot + j] = unit_total[j];
-                __threadfence();
-                __syncthreads();
-                if (threadIdx.x == 0) {
-                    lb.set_flag(unit, kAggregate);
-                    int d = 1;
-                    for (;;) {
-                        const unsigned f = lb.get_flag(unit - d * above);
-                        if (f == kInclusive) break;
-                        if (f == kAggregate) d++;
-                    }
-                    sh.distance = d;
-                }
-                __syncthreads();
-                const int d = sh.distance;
-                __threadfence();
-#pragma unroll
-                for (int j = 0; j < CV; j++) {
-                    prefix[j] = __ldcg(lb.inclusive + (size_t)(unit - d * above) * width + pl.c + j);
-                    for (int k = d - 1; k >= 1; k--)
-                        prefix[j] = op(prefix[j], __ldcg(lb.aggregate + (size_t)(unit - k * above) * width + pl.c + j));
-                }
-                if (pl.wr == 0)
-#pragma unroll
-                    for (int j = 0; j < CV; j++) lb.inclusive[slot + j] = op(prefix[j], unit_total[j]);
+                for (int j = 0; j < CV; j++) cols[j] = pl.c + j;
+                strip_lookback<CV, Op>(st, unit, a.col_blocks * a.nouter, pl.chunk == 0, pl.wr == 0, cols, CV,
+                                       unit_total, prefix, &sh.distance);
             }
-            __threadfence();
-            __syncthreads();
-            if (threadIdx.x == 0) lb.set_flag(unit, kInclusive);
         }
 
         AccT b[CV];
 #pragma unroll
         for (int j = 0; j < CV; j++) b[j] = op(prefix[j], warp_prefix[j]);
-        const int64_t step_y = REVERSE ? -a.so : a.so;
-        AccT *py = static_cast<AccT *>(a.out) + pl.ooff;
+        const int64_t step_y = S::REVERSE ? -a.so : a.so;
+        OutT *py = static_cast<OutT *>(a.out) + pl.ooff;
+        const bool line_start = pl.chunk == 0 && pl.wr == 0;
 #pragma unroll
-        for (int i = 0; i < kColMaxRows; i++) {
+        for (int i = 0; i < MAX_ROWS; i++) {
             if (i >= pl.nrows) break;
-            Vec<AccT, CV> ov;
+            Vec<OutT, CV> ov;
 #pragma unroll
             for (int j = 0; j < CV; j++) {
                 const AccT nb = op(b[j], to_acc<AccT>(r.v[i].v[j]));
-                ov.v[j] = a.exclusive ? b[j] : nb;
+                ov.v[j] = to_out<OutT>(a.exclusive ? (i == 0 && line_start ? Op::zero() : b[j]) : nb);
                 b[j] = nb;
             }
-            if constexpr (CV > 1) store_vec<AccT, CV>(py, ov);
+            if constexpr (CV > 1) store_vec<OutT, CV>(py, ov);
             else *py = ov.v[0];
             py += step_y;
         }
@@ -272,43 +246,45 @@ struct ColumnUnitScan {
 };
 
 // Persistent blocks taking units in order (no block launch per unit; every predecessor of a unit
-// has been taken by a running block). Walking (unmasked only), a block takes a whole strip (the
-// units one above the other) and scans it top to bottom: no block ever waits on another. The carry
-// is folded in the look-back's order, so both give the same bits.
-template <int OP, typename InT, typename AccT, bool REVERSE, bool MASKED, int CV>
-__global__ void __launch_bounds__(kColThreads, 2)
-scan_columns_kernel(const ColumnsArgs a, const Lookback<AccT> lb, const WorkQueue q)
+// has been taken by a running block). Walking, a block takes a whole strip (the units one above the
+// other) and scans it top to bottom: no block ever waits on another. The carry is folded in the
+// look-back's order, so both give the same bits.
+template <class S, int CV>
+__global__ void __launch_bounds__(S::P::kColWarps * kWarp, 2)
+scan_columns_kernel(const ColumnsArgs a, const VectorStatus<typename S::AccT> st, const WorkQueue q)
 {
-    using T = ColumnUnitScan<OP, InT, AccT, REVERSE, MASKED, CV>;
-    using Op = ScanOp<OP, AccT>;
-    __shared__ typename T::Shared sh;
-    __shared__ int64_t slot[2];
-    int parity = 0;
-    typename T::Regs r;
-    AccT carry[CV] = {};   // the walking carry (unused by look-back units)
-    if constexpr (!MASKED) {
-        if (a.walk) {
+    if constexpr (policy_active<typename S::P>()) {
+        using T = ColumnUnitScan<S, CV>;
+        using AccT = typename S::AccT;
+        __shared__ typename T::Shared sh;
+        __shared__ int64_t slot[2];
+        int parity = 0;
+        typename T::Regs r;
+        AccT carry[CV];   // the walking carry (unused by look-back units)
+#pragma unroll
+        for (int j = 0; j < CV; j++) carry[j] = S::Op::identity();
+        if (!S::MASKED && a.walk) {   // masked scans measured no faster walking (bench/NOTES.md, v15)
             const typename T::Above none{};
             const int64_t step = a.col_blocks * a.nouter;   // from a unit to the one below it
             for (int64_t s = q.take(slot, parity); s < q.units; s = q.take(slot, parity)) {
 #pragma unroll
-                for (int j = 0; j < CV; j++) carry[j] = Op::identity();
+                for (int j = 0; j < CV; j++) carry[j] = S::Op::identity();
                 for (int64_t u = s; u < s + a.chunks * step; u += step) {
                     T::load(a, u, r);
-                    T::template scan_and_store<true>(a, lb, u, r, sh, none, carry);
+                    T::template scan_and_store<true>(a, st, u, r, sh, none, carry);
                     __syncthreads();   // sh.total is rewritten by the next unit
                 }
             }
             q.finish();
             return;
         }
+        for (int64_t u = q.take(slot, parity); u < q.units; u = q.take(slot, parity)) {
+            T::load(a, u, r);
+            const typename T::Above ab = T::peek_above(a, st, u);
+            T::template scan_and_store<false>(a, st, u, r, sh, ab, carry);
+        }
+        q.finish();
     }
-    for (int64_t u = q.take(slot, parity); u < q.units; u = q.take(slot, parity)) {
-        T::load(a, u, r);
-        const typename T::Above ab = T::peek_above(a, lb, u);
-        T::template scan_and_store<false>(a, lb, u, r, sh, ab, carry);
-    }
-    q.finish();
 }
 
 }  // namespace cuscan

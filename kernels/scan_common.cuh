@@ -1,27 +1,31 @@
-// scan_common.cuh - what every scan kernel shares: the op functors (sum, prod; integers wrap),
-// element conversion, vector loads, line offsets, and the look-back status that joins the pieces
-// of one line scanned by different blocks.
+// scan_common.cuh - what every scan kernel shares: the op functors and their special values,
+// element conversions, vector loads and stores, and line offsets over the outer dims.
 //
-// Determinism: a piece's inclusive prefix is defined as the chain P_i = P_{i-1} op A_i (A_i the
-// piece's own total, P_{-1} the identity). A look-back that finds P_k further back folds
-// P_k op A_{k+1} op ... op A_{i-1} left to right, which is bit-for-bit that chain whichever k the
-// timing gives. So float results never depend on scheduling.
+// Three types ride through a scan: InT (the input's elements; tiles are held in it, which halves
+// the registers of a promoted pair), AccT (the fold's type: double for floats, so every float
+// output is the rounding of a float64 prefix) and OutT (the output's elements, rounded once).
 #pragma once
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
-#include <cuda/atomic>
-#include <cub/warp/warp_reduce.cuh>
-#include <cub/warp/warp_scan.cuh>
 #include "internal.h"
+#include "tuning.cuh"
 
 namespace cuscan {
 
 constexpr int kWarp = 32;
 
+// The fold of a scan. identity() starts every fold: -0.0 for float sums, since -0.0 + x == x for
+// every x (a sum of -0.0 stays -0.0). zero() is what a masked-out element reads as and what an
+// exclusive scan's empty prefix is: +0.0 (or 0) for sums, 1 for products. Integers wrap.
 template <int OP, typename T>
 struct ScanOp {
-    __device__ __forceinline__ static T identity() { return OP == CS_SCAN_SUM ? T(0) : T(1); }
+    __host__ __device__ __forceinline__ static constexpr T identity()
+    {
+        if constexpr (OP == CS_SCAN_SUM && std::is_floating_point_v<T>) return T(-0.0);
+        else return OP == CS_SCAN_SUM ? T(0) : T(1);
+    }
+    __host__ __device__ __forceinline__ static constexpr T zero() { return OP == CS_SCAN_SUM ? T(0) : T(1); }
     __device__ __forceinline__ T operator()(T a, T b) const
     {
         if constexpr (std::is_integral_v<T>) {
@@ -37,9 +41,33 @@ struct ScanOp {
 template <typename AccT, typename InT>
 __device__ __forceinline__ AccT to_acc(InT v)
 {
-    if constexpr (std::is_same_v<InT, uint8_t>) return AccT(v != 0);
+    if constexpr (std::is_same_v<InT, unsigned char>) return AccT(v != 0);
     else return AccT(v);
 }
+
+// Accumulator -> output element: the one rounding of a float output (round to nearest even; a
+// prefix beyond the output's range becomes +-inf).
+template <typename OutT, typename AccT>
+__device__ __forceinline__ OutT to_out(AccT v)
+{
+    return OutT(v);
+}
+
+// Everything a scan kernel is compiled for: the tuning policy, the op, the three types and the
+// direction and mask switches. Kernels take one of these instead of seven parameters.
+template <class Policy, int OP_, typename InT_, typename AccT_, typename OutT_, bool REVERSE_, bool MASKED_>
+struct ScanSpec {
+    using P = Policy;
+    using InT = InT_;
+    using AccT = AccT_;
+    using OutT = OutT_;
+    using Op = ScanOp<OP_, AccT_>;
+    static constexpr int OP = OP_;
+    static constexpr bool REVERSE = REVERSE_, MASKED = MASKED_;
+    // the identity and the masked-out value as input elements (exact in every input type)
+    __device__ __forceinline__ static InT in_identity() { return ScanOp<OP_, InT_>::identity(); }
+    __device__ __forceinline__ static InT in_zero() { return ScanOp<OP_, InT_>::zero(); }
+};
 
 template <typename T, int N>
 struct alignas(sizeof(T) * N) Vec {
@@ -77,9 +105,9 @@ __device__ __forceinline__ Vec<T, N> load_vec_hinted(const T *p)
         return *reinterpret_cast<const Vec<T, N> *>(p);
     } else {
         constexpr int BYTES = (int)sizeof(T) * N;
-        static_assert(BYTES == 16 || BYTES == 8 || BYTES == 4 || BYTES == 2, "vector of 2 to 16 bytes");
+        static_assert(BYTES == 16 || BYTES == 8 || BYTES == 4 || BYTES == 2 || BYTES == 1, "vector of 1 to 16 bytes");
         using Bits = std::conditional_t<BYTES == 16, int4, std::conditional_t<BYTES == 8, int2,
-                     std::conditional_t<BYTES == 4, int, short>>>;
+                     std::conditional_t<BYTES == 4, int, std::conditional_t<BYTES == 2, short, char>>>>;
         const Bits b = load_hinted<H>(reinterpret_cast<const Bits *>(p));
         Vec<T, N> v;
         memcpy(&v, &b, sizeof v);
@@ -96,6 +124,18 @@ __device__ __forceinline__ void store_vec_streaming(T *p, const Vec<T, N> &v)
     using Bits = std::conditional_t<BYTES == 16, int4, std::conditional_t<BYTES == 8, int2, int>>;
     __stcs(reinterpret_cast<Bits *>(p), *reinterpret_cast<const Bits *>(&v));
 }
+
+// n / d for 0 <= n < 2^31 by a multiply and a shift (Granlund & Montgomery), d fixed per launch.
+struct FastDiv {
+    unsigned d, m, s;
+    FastDiv() = default;
+    __host__ explicit FastDiv(unsigned divisor) : d(divisor), m(0), s(0)
+    {
+        while ((1ull << s) < d) s++;
+        m = (unsigned)(((1ull << 32) * ((1ull << s) - d)) / d + 1);
+    }
+    __device__ __forceinline__ unsigned div(unsigned n) const { return (__umulhi(n, m) + n) >> s; }
+};
 
 // Per-operand element offsets of line `idx` over the outer dims (x, mask, out).
 struct LineOffsets {
@@ -131,81 +171,6 @@ inline LineOffsets line_offsets_of(const cs_iter &it)
         for (int o = 0; o < 3; o++) l.stride[o][d] = d < it.ndim ? it.strides[o][d] : 0;
     }
     return l;
-}
-
-// ---- look-back status ----
-// Flags carry the launch's epoch in their high bits, so flags left by earlier launches read as empty
-// and the status words need no clearing between launches.
-enum : unsigned { kEmpty = 0, kAggregate = 1, kInclusive = 2 };
-
-template <typename AccT>
-struct Lookback {
-    unsigned *flag;      // per unit: epoch << 2 | state
-    unsigned long long *word;  // per unit, for packed status: (epoch << 2 | state) << 32 | value bits
-    AccT *aggregate;     // per unit x width
-    AccT *inclusive;     // per unit x width
-    int width;
-    unsigned epoch;
-
-    __device__ __forceinline__ void set_flag(int64_t unit, unsigned state) const
-    {
-        cuda::atomic_ref<unsigned, cuda::thread_scope_device> f(flag[unit]);
-        f.store(epoch << 2 | state, cuda::memory_order_release);
-    }
-    __device__ __forceinline__ unsigned get_flag(int64_t unit) const
-    {
-        cuda::atomic_ref<unsigned, cuda::thread_scope_device> f(flag[unit]);
-        unsigned v = f.load(cuda::memory_order_acquire);
-        return (v >> 2) == epoch ? (v & 3u) : kEmpty;
-    }
-};
-
-template <typename AccT>
-inline Lookback<AccT> lookback_at(unsigned *flags, unsigned long long *words, void *values, int64_t units, int width,
-                                  unsigned epoch)
-{
-    Lookback<AccT> lb;
-    lb.flag = flags + 16;   // the first words are the work queue's
-    lb.word = words;
-    lb.aggregate = static_cast<AccT *>(values);
-    lb.inclusive = lb.aggregate + (size_t)units * width;
-    lb.width = width;
-    lb.epoch = epoch;
-    return lb;
-}
-
-// Blocks take units in id order from a counter, so every predecessor of a unit has been taken by a
-// running block, and a block holding unit u only ever waits on units below u.
-struct WorkQueue {
-    unsigned *counter;   // next unit id
-    unsigned *done;      // blocks done taking units; the last one resets both words for the next launch
-    int64_t units;
-
-    __device__ __forceinline__ int64_t take(int64_t *slot, int &parity) const
-    {
-        if (threadIdx.x == 0) slot[parity] = atomicAdd(counter, 1u);
-        __syncthreads();
-        const int64_t u = slot[parity];
-        parity ^= 1;
-        return u;
-    }
-    // Called by every block once it will take no more units (after its last take). No fence: thread
-    // 0 issues this only after its last take returned, so when the count completes every take of the
-    // launch has been performed and the reset cannot overtake one; nothing else is ordered by it.
-    __device__ __forceinline__ void finish() const
-    {
-        if (threadIdx.x == 0) {
-            if (atomicAdd(done, 1u) == gridDim.x - 1) {
-                atomicExch(counter, 0u);
-                atomicExch(done, 0u);
-            }
-        }
-    }
-};
-
-inline WorkQueue work_queue_at(unsigned *flags, int64_t units)
-{
-    return WorkQueue{ flags, flags + 1, units };
 }
 
 }  // namespace cuscan

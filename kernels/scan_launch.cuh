@@ -1,15 +1,19 @@
-// scan_launch.cuh - picks the kernel, tile shape and template parameters for a scan plan and
-// launches it. One instance per (input, accumulator) dtype pair lives in scan_<dtype>.cu, so the
-// pairs compile in parallel.
+// scan_launch.cuh - the CUDA side's half of the plan: picks the kernel family for a scan plan
+// (rows, columns or slabs; tuning.cuh holds the thresholds), then the family's mode, tile and grid,
+// and launches it. One instance per dtype pair lives in a generated unit (see the Makefile), so the
+// pairs compile in parallel. CUSCAN_FORCE_FAMILY overrides the family (and mode) where it applies;
+// CUSCAN_LOG=plan and cs_scan_explain print the choice.
 #pragma once
+#include <cstdio>
+#include <cstring>
 #include <cuda_runtime.h>
+#include "dtypes.h"
 #include "scan_columns.cuh"
 #include "scan_rows.cuh"
+#include "scan_slabs.cuh"
+#include "tuning.cuh"
 
 namespace cuscan {
-
-template <typename InT, typename AccT>
-cs_status launch_scan(const cs_scan_plan *p);
 
 // Calls f(bool_constant<b>) so that a run-time flag selects a template instance.
 template <typename F>
@@ -19,26 +23,6 @@ inline cs_status with_bool(bool b, F &&f)
 }
 
 inline bool aligned(const void *ptr, size_t bytes) { return ((uintptr_t)ptr % bytes) == 0; }
-
-// Scratch for one launch: the work queue always, look-back status when pieces depend on each other:
-// packed 64-bit state words, or flags and a values buffer.
-template <typename AccT>
-inline cs_status scan_scratch(Lookback<AccT> *lb, WorkQueue *q, int64_t units, int width, bool lookback,
-                              bool packed = false)
-{
-    unsigned *flags;
-    unsigned long long *words;
-    void *values;
-    unsigned epoch;
-    const bool split = lookback && !packed;
-    cs_status st = cs_cuda_lookback_scratch(&flags, split ? (size_t)units : 0, &words,
-                                            lookback && packed ? (size_t)units : 0, &values,
-                                            split ? 2 * (size_t)units * width * sizeof(AccT) : 0, &epoch);
-    if (st) return st;
-    *lb = lookback_at<AccT>(flags, words, values, units, width, epoch);
-    *q = work_queue_at(flags, units);
-    return CS_OK;
-}
 
 // Persistent grid: as many blocks as fit on the device at once, never more than there are units.
 template <typename Kernel>
@@ -62,22 +46,120 @@ inline cs_status grid_check(int64_t units)
     return CS_OK;
 }
 
-template <int OP, typename InT, typename AccT>
-cs_status launch_rows(const cs_scan_plan *p, cudaStream_t stream)
+// What a launch reports for CUSCAN_LOG=plan and cs_scan_explain.
+struct Report {
+    const cs_scan_plan *p;
+    char family[64];
+    char detail[320];
+
+    // Writes the line (explain) or prints it (log); true when the plan is only to be explained.
+    bool emit() const
+    {
+        if (!p->explain && !p->log) return false;
+        char line[512];
+        snprintf(line, sizeof line, "cuda %s: %s%s%s%s; %s -> %s", family, detail, p->mask ? ", masked" : "",
+                 p->reverse ? ", reverse" : "", p->exclusive ? ", exclusive" : "", cs_dtype_name(p->in_dtype),
+                 cs_dtype_name(p->out_dtype));
+        if (p->explain) {
+            snprintf(p->explain, p->explain_len, "%s", line);
+            return true;
+        }
+        fprintf(stderr, "cuscan plan: %s\n", line);
+        return false;
+    }
+};
+
+// ---- the family ----
+enum Family { kRowsFamily, kColumnsFamily, kSlabsFamily };
+
+// The family and mode CUSCAN_FORCE_FAMILY names ("slabs", "rows/lines", ...), or -1.
+inline int forced_family(const char *force, const char **mode)
 {
-    constexpr int VEC = RowShape<InT, AccT>::VEC_MAX;
+    *mode = nullptr;
+    if (!force) return -1;
+    static const char *names[] = { "rows", "columns", "slabs" };
+    for (int f = 0; f < 3; f++) {
+        const size_t n = strlen(names[f]);
+        if (strncmp(force, names[f], n) == 0 && (force[n] == 0 || force[n] == '/')) {
+            if (force[n] == '/') *mode = force + n + 1;
+            return f;
+        }
+    }
+    return -1;
+}
+
+inline bool mode_is(const char *mode, const char *name) { return mode && strcmp(mode, name) == 0; }
+
+// The plan walked as rows: a columns plan's inner dim becomes one more outer dim.
+inline cs_scan_plan as_rows(const cs_scan_plan *p)
+{
+    cs_scan_plan r = *p;
+    if (p->layout != CS_LAYOUT_COLUMNS || p->outer.ndim >= CS_MAX_DIMS) return r;
+    r.layout = CS_LAYOUT_ROWS;
+    const int d = r.outer.ndim++;
+    r.outer.shape[d] = p->inner;
+    for (int o = 0; o < CS_MAX_OPERANDS; o++) r.outer.strides[o][d] = p->inner_stride[o];
+    r.nouter = p->nouter * p->inner;
+    r.inner = 1;
+    return r;
+}
+
+// A flat plan walked as columns: inner elements side by side, slabs one after another.
+inline cs_scan_plan as_columns(const cs_scan_plan *p)
+{
+    cs_scan_plan c = *p;
+    c.layout = CS_LAYOUT_COLUMNS;
+    c.inner = p->flat_inner;
+    c.outer.ndim = 1;
+    c.outer.shape[0] = p->flat_outer;
+    c.nouter = p->flat_outer;
+    for (int o = 0; o < CS_MAX_OPERANDS; o++) {
+        c.scan_stride[o] = p->flat_inner;
+        c.inner_stride[o] = 1;
+        c.outer.strides[o][0] = p->len * p->flat_inner;
+    }
+    return c;
+}
+
+template <class P>
+inline Family choose_family(const cs_scan_plan *p, size_t in_size, size_t out_size, const char **mode)
+{
+    const int forced = forced_family(p->force, mode);
+    if (forced == kSlabsFamily && p->flat) return kSlabsFamily;
+    if (forced == kColumnsFamily && (p->layout == CS_LAYOUT_COLUMNS || (p->flat && p->flat_inner > 1))) return kColumnsFamily;
+    if (forced == kRowsFamily) return kRowsFamily;
+    *mode = nullptr;
+    if (!p->flat) return p->layout == CS_LAYOUT_COLUMNS ? kColumnsFamily : kRowsFamily;
+    const size_t widest = in_size > out_size ? in_size : out_size;
+    const int64_t vec = 16 / (int64_t)widest;
+    if (p->flat_inner == 1) {
+        const bool packed_vectors = p->len % vec == 0 && aligned(p->x, 16) && aligned(p->out, 16) &&
+                                    (!p->mask || aligned(p->mask, vec));
+        return packed_vectors ? kRowsFamily : kSlabsFamily;
+    }
+    if ((int64_t)in_size * p->flat_inner >= P::kColumnsMinInnerBytes && p->len >= P::kColumnsMinLen)
+        return kColumnsFamily;
+    return kSlabsFamily;
+}
+
+// ---- rows ----
+template <class S>
+cs_status launch_rows(const cs_scan_plan *p, cudaStream_t stream, Report &rep, const char *force_mode)
+{
+    using P = typename S::P;
+    using InT = typename S::InT;
+    using OutT = typename S::OutT;
+    constexpr int VEC = 16 / (sizeof(InT) > sizeof(OutT) ? sizeof(InT) : sizeof(OutT));
     const bool masked = p->mask != nullptr;
     const bool unit_stride = p->scan_stride[0] == 1 && p->scan_stride[2] == 1 && (!masked || p->scan_stride[1] == 1);
     bool vec = unit_stride && p->len % VEC == 0 && aligned(p->x, VEC * sizeof(InT)) &&
-               aligned(p->out, VEC * sizeof(AccT)) && (!masked || aligned(p->mask, VEC));
+               aligned(p->out, VEC * sizeof(OutT)) && (!masked || aligned(p->mask, VEC));
     for (int d = 0; d < p->outer.ndim; d++)
         for (int o = 0; o < 3; o++)
             if ((o != 1 || masked) && p->outer.strides[o][d] % VEC != 0) vec = false;
-    const int64_t tile = vec ? RowTile<InT, VEC>::SIZE : RowTile<InT, 1>::SIZE;
-    const int64_t big_tile = masked ? (vec ? RowTile<InT, VEC, kPieceTileBytes<true>>::SIZE : RowTile<InT, 1, kPieceTileBytes<true>>::SIZE)
-                                    : (vec ? RowTile<InT, VEC, kPieceBytes>::SIZE : RowTile<InT, 1, kPieceBytes>::SIZE);
-    const int64_t line_tile = masked ? (vec ? RowTile<InT, VEC, kLineTileBytes<true>>::SIZE : RowTile<InT, 1, kLineTileBytes<true>>::SIZE)
-                                     : tile;
+    const int64_t tile = vec ? RowTile<S, VEC, P::kRowBytes>::SIZE : RowTile<S, 1, P::kRowBytes>::SIZE;
+    const int64_t big_tile = vec ? RowTile<S, VEC, kPieceBytes<P, S::MASKED>>::SIZE : RowTile<S, 1, kPieceBytes<P, S::MASKED>>::SIZE;
+    const int64_t line_tile = vec ? RowTile<S, VEC, kLineTileBytes<P, S::MASKED>>::SIZE : RowTile<S, 1, kLineTileBytes<P, S::MASKED>>::SIZE;
     bool packed = unit_stride && p->outer.ndim <= 1;
     if (p->outer.ndim == 1)
         for (int o = 0; o < 3; o++)
@@ -85,12 +167,16 @@ cs_status launch_rows(const cs_scan_plan *p, cudaStream_t stream)
     const int sms = cs_cuda_multiprocessors();
     // segmented: short packed lines, several per tile, unless that leaves the device half idle;
     // single: a line per tile; whole lines: many long lines, a block walks each (no block waits on
-    // another); look-back: few long lines in big tiles joined by look-back
-    enum { SEGMENTED, SINGLE, WHOLE_LINES, LOOKBACK } mode;
-    if (packed && p->len * 2 <= tile && p->nouter / (tile / p->len) >= 2 * sms) mode = SEGMENTED;
+    // another); line pieces: few long lines in big tiles joined by look-back
+    enum { SEGMENTED, SINGLE, WHOLE_LINES, PIECES } mode;
+    if (packed && p->len * 2 <= tile && p->nouter / (tile / p->len) >= P::kSegmentedMinTilesPerSm * sms) mode = SEGMENTED;
     else if (p->len <= tile) mode = SINGLE;
-    else if (p->nouter >= 4 * sms) mode = WHOLE_LINES;
-    else mode = LOOKBACK;
+    else if (p->nouter >= P::kWholeLinesMinLinesPerSm * sms) mode = WHOLE_LINES;
+    else mode = PIECES;
+    if (mode_is(force_mode, "segmented") && packed && p->len <= tile) mode = SEGMENTED;
+    if (mode_is(force_mode, "single") && p->len <= tile) mode = SINGLE;
+    if (mode_is(force_mode, "lines")) mode = WHOLE_LINES;
+    if (mode_is(force_mode, "pieces")) mode = PIECES;
 
     RowsArgs a;
     a.x = p->x;
@@ -104,43 +190,48 @@ cs_status launch_rows(const cs_scan_plan *p, cudaStream_t stream)
     a.lines = line_offsets_of(p->outer);
     a.exclusive = p->exclusive;
     a.lines_per_tile = mode == SEGMENTED ? tile / p->len : 1;
-    const int64_t piece = mode == LOOKBACK ? big_tile : mode == WHOLE_LINES ? line_tile : tile;
+    const int64_t piece = mode == PIECES ? big_tile : mode == WHOLE_LINES ? line_tile : tile;
     a.tiles_per_line = mode == SEGMENTED ? 1 : (p->len + piece - 1) / piece;
     const int64_t units = mode == SEGMENTED ? (p->nouter + a.lines_per_tile - 1) / a.lines_per_tile
                         : mode == WHOLE_LINES ? p->nouter : p->nouter * a.tiles_per_line;
+    static const char *mode_names[] = { "segmented", "single", "lines", "pieces" };
+    snprintf(rep.family, sizeof rep.family, "rows/%s", mode_names[mode]);
+    snprintf(rep.detail, sizeof rep.detail, "%lld lines of %lld; tile %lld elements (%s), %lld blocks",
+             (long long)p->nouter, (long long)p->len, (long long)piece, vec ? "vectors" : "single elements",
+             (long long)units);
+    if (rep.emit()) return CS_OK;
     cs_status st = grid_check(units);
     if (st) return st;
-    Lookback<AccT> lb{};
-    WorkQueue q{};
-    if (mode == LOOKBACK && (st = scan_scratch(&lb, &q, units, 1, true, kLinePacked<AccT>))) return st;
+    LaunchScratch<typename S::AccT> sc{};
+    if (mode == PIECES && (st = launch_scratch(&sc, units, true, 0))) return st;
 
-    return with_bool(p->reverse, [&](auto rev) {
-        return with_bool(masked, [&](auto msk) {
-            return with_bool(vec, [&](auto v) {
-                constexpr int V = decltype(v)::value ? VEC : 1;
-                constexpr bool R = decltype(rev)::value, M = decltype(msk)::value;
-                const unsigned grid = (unsigned)units;
-                switch (mode) {
-                case WHOLE_LINES: scan_lines_kernel<OP, InT, AccT, R, M, V><<<grid, kRowThreads, 0, stream>>>(a); break;
-                case SEGMENTED: scan_rows_kernel<OP, InT, AccT, R, M, V, true><<<grid, kRowThreads, 0, stream>>>(a); break;
-                case SINGLE: scan_rows_kernel<OP, InT, AccT, R, M, V, false><<<grid, kRowThreads, 0, stream>>>(a); break;
-                case LOOKBACK: scan_line_pieces_kernel<OP, InT, AccT, R, M, V><<<grid, kRowThreads, 0, stream>>>(a, lb, q); break;
-                }
-                return cs_cuda_check(cudaGetLastError(), "scan kernel launch");
-            });
-        });
+    return with_bool(vec, [&](auto v) {
+        constexpr int V = decltype(v)::value ? VEC : 1;
+        const unsigned grid = (unsigned)units;
+        const int threads = P::kRowWarps * kWarp;
+        switch (mode) {
+        case WHOLE_LINES: scan_lines_kernel<S, V><<<grid, threads, 0, stream>>>(a); break;
+        case SEGMENTED: scan_rows_kernel<S, V, true><<<grid, threads, 0, stream>>>(a); break;
+        case SINGLE: scan_rows_kernel<S, V, false><<<grid, threads, 0, stream>>>(a); break;
+        case PIECES: scan_line_pieces_kernel<S, V><<<grid, threads, 0, stream>>>(a, sc.packed, sc.queue); break;
+        }
+        return cs_cuda_check(cudaGetLastError(), "scan kernel launch");
     });
 }
 
-template <int OP, typename InT, typename AccT>
-cs_status launch_columns(const cs_scan_plan *p, cudaStream_t stream)
+// ---- columns ----
+template <class S>
+cs_status launch_columns(const cs_scan_plan *p, cudaStream_t stream, Report &rep, const char *force_mode)
 {
+    using P = typename S::P;
+    using InT = typename S::InT;
+    using OutT = typename S::OutT;
     const bool masked = p->mask != nullptr;
     // two neighbouring columns per lane when every operand allows 2-element vectors along inner
-    constexpr int CV = sizeof(InT) <= 4 ? 2 : 1;
+    constexpr int CV = sizeof(InT) <= 4 && sizeof(OutT) <= 8 ? 2 : 1;
     bool vec = CV > 1 && p->inner % CV == 0 && p->inner_stride[0] == 1 && p->inner_stride[2] == 1 &&
                (!masked || p->inner_stride[1] == 1) && aligned(p->x, CV * sizeof(InT)) &&
-               aligned(p->out, CV * sizeof(AccT)) && (!masked || aligned(p->mask, CV));
+               aligned(p->out, CV * sizeof(OutT)) && (!masked || aligned(p->mask, CV));
     for (int o = 0; o < 3; o++) {
         if (o == 1 && !masked) continue;
         if (p->scan_stride[o] % CV != 0) vec = false;
@@ -150,14 +241,14 @@ cs_status launch_columns(const cs_scan_plan *p, cudaStream_t stream)
     const int cv = vec ? CV : 1;
     // rows per warp and warps across: tall units for long columns, wide ones for short columns
     int warps_down = 1;
-    while (warps_down < kColWarps && (int64_t)warps_down * kColMaxRows < p->len) warps_down *= 2;
-    int warps_across = kColWarps / warps_down;
+    while (warps_down < P::kColWarps && (int64_t)warps_down * P::kColMaxRows < p->len) warps_down *= 2;
+    int warps_across = P::kColWarps / warps_down;
     while (warps_across > 1 && 32 * cv * (warps_across / 2) >= p->inner) {
         warps_across /= 2;
         warps_down *= 2;
     }
     const int64_t rpw64 = (p->len + warps_down - 1) / warps_down;
-    const int rpw = (int)(rpw64 < kColMaxRows ? rpw64 : kColMaxRows);
+    const int rpw = (int)(rpw64 < P::kColMaxRows ? rpw64 : P::kColMaxRows);
 
     ColumnsArgs a;
     a.x = p->x;
@@ -185,54 +276,173 @@ cs_status launch_columns(const cs_scan_plan *p, cudaStream_t stream)
     cs_status st = grid_check(units);
     if (st) return st;
 
+    return with_bool(vec, [&](auto v) {
+        auto kernel = scan_columns_kernel<S, decltype(v)::value ? CV : 1>;
+        static int resident;
+        unsigned grid = persistent_grid(kernel, P::kColWarps * kWarp, units, &resident);
+        // Walk whole strips when the look-back would wait (the unit above a unit is fewer than a few
+        // rounds of resident blocks back) and the strips fill the block slots evenly (at least 90%
+        // busy through the last round). Masked scans measured no faster walking.
+        const int64_t strips = a.col_blocks * a.nouter;
+        const int64_t rounds = (strips + resident - 1) / resident;
+        bool walk = !masked && a.chunks > 1 && strips < P::kColWalkMaxRounds * (int64_t)resident &&
+                    strips * 10 >= rounds * resident * 9;
+        if (mode_is(force_mode, "walk") && !masked && a.chunks > 1) walk = true;
+        if (mode_is(force_mode, "lookback")) walk = false;
+        ColumnsArgs aa = a;
+        if (walk) {
+            aa.walk = 1;
+            aa.use_lookback = 0;
+            grid = (unsigned)(strips < resident ? strips : resident);
+        }
+        snprintf(rep.family, sizeof rep.family, "columns/%s", walk ? "walk" : (a.use_lookback ? "lookback" : "single"));
+        snprintf(rep.detail, sizeof rep.detail,
+                 "%lld x %lld columns of %lld; unit %d rows x %d columns, %lld units, grid %u",
+                 (long long)p->nouter, (long long)p->inner, (long long)p->len, (P::kColWarps / warps_across) * rpw,
+                 width, (long long)units, grid);
+        if (rep.emit()) return CS_OK;
+        LaunchScratch<typename S::AccT> sc{};
+        cs_status st2 = launch_scratch(&sc, walk ? strips : units, false, aa.use_lookback ? width : 0);
+        if (st2) return st2;
+        kernel<<<grid, P::kColWarps * kWarp, 0, stream>>>(aa, sc.vector, sc.queue);
+        return cs_cuda_check(cudaGetLastError(), "scan kernel launch");
+    });
+}
+
+// ---- slabs ----
+template <class S>
+cs_status launch_slabs(const cs_scan_plan *p, cudaStream_t stream, Report &rep, const char *force_mode)
+{
+    using P = typename S::P;
+    using T = SlabScan<S>;
+    using InT = typename S::InT;
+    using OutT = typename S::OutT;
+    const int sms = cs_cuda_multiprocessors();
+    const int64_t L = p->len, inner = p->flat_inner, outer = p->flat_outer;
+    const int64_t tile = T::TILE;
+
+    SlabArgs a;
+    memset(&a, 0, sizeof a);
+    a.x = p->x;
+    a.mask = p->mask;
+    a.out = p->out;
+    a.outer = outer;
+    a.len = L;
+    a.inner = inner;
+    a.exclusive = p->exclusive;
+    // tile shape: whole rows of at most kSlabMaxWidth columns (wider rows in column blocks), whole
+    // slabs when they fit
+    int64_t width = inner <= P::kSlabMaxWidth ? inner : P::kSlabMaxWidth;
+    if (inner > P::kSlabMaxWidth && L * (int64_t)P::kSlabMaxWidth <= tile) {
+        // short wide slabs: whole slabs of a wider column block
+        width = (tile / L) / 32 * 32;
+        if (width > inner) width = inner;
+    }
+    a.width = (int)width;
+    a.col_blocks = (inner + width - 1) / width;
+    bool whole = L * width <= tile;
+    if (mode_is(force_mode, "walk") || mode_is(force_mode, "lookback")) whole = false;
+    int64_t units;
+    if (whole) {
+        a.mode = kSlabWhole;
+        int64_t k = tile / (L * width);
+        // keep enough tiles for every multiprocessor to have a few
+        const int64_t want = (outer * a.col_blocks + 4 * (int64_t)sms - 1) / (4 * (int64_t)sms);
+        if (k > want) k = want < 1 ? 1 : want;
+        a.slabs_per_tile = k;
+        a.rows = (int)(k * L);
+        units = a.col_blocks * ((outer + k - 1) / k);
+    } else {
+        a.rows = (int)(tile / width);
+        a.pieces = (L + a.rows - 1) / a.rows;
+        a.strips = outer * a.col_blocks;
+        a.mode = a.strips >= (int64_t)P::kSlabWalkMinStripsPerSm * sms ? kSlabWalk : kSlabLookback;
+        if (mode_is(force_mode, "walk")) a.mode = kSlabWalk;
+        if (mode_is(force_mode, "lookback")) a.mode = kSlabLookback;
+        units = a.mode == kSlabWalk ? a.strips : a.strips * a.pieces;
+    }
+    a.units = units;
+    a.segs = width <= T::THREADS ? (int)(T::THREADS / width) : 1;
+    a.seg_rows = (a.rows + a.segs - 1) / a.segs;
+    a.pad = ((int64_t)a.seg_rows * width) % 2 == 0 ? 1 : 0;
+    a.div_inner = FastDiv((unsigned)(inner < 0x7fffffff ? inner : 1));
+    a.div_seg_rows = FastDiv((unsigned)a.seg_rows);
+    const bool blocked = a.col_blocks > 1;
+    constexpr int VIN = T::VIN, VOUT = T::VOUT;
+    a.vec_in = aligned(p->x, 16) && (!p->mask || aligned(p->mask, VIN)) &&
+               (!blocked || (inner % VIN == 0 && width % VIN == 0));
+    a.vec_out = aligned(p->out, 16) && (!blocked || (inner % VOUT == 0 && width % VOUT == 0));
+    a.div_width_in = FastDiv((unsigned)(width / VIN > 0 ? width / VIN : 1));
+    a.div_width_out = FastDiv((unsigned)(width / VOUT > 0 ? width / VOUT : 1));
+
+    static const char *mode_names[] = { "whole", "walk", "lookback" };
+    snprintf(rep.family, sizeof rep.family, "slabs/%s", mode_names[a.mode]);
+    snprintf(rep.detail, sizeof rep.detail,
+             "outer %lld, len %lld, inner %lld; tile %d rows x %d columns in %d segments of %d rows, %lld %s",
+             (long long)outer, (long long)L, (long long)inner, a.rows, a.width, a.segs, a.seg_rows, (long long)units,
+             a.mode == kSlabWalk ? "strips" : "tiles");
+    if (rep.emit()) return CS_OK;
+    cs_status st = grid_check(units);
+    if (st) return st;
+    LaunchScratch<typename S::AccT> sc{};
+    if ((st = launch_scratch(&sc, units, false, a.mode == kSlabLookback ? a.width : 0))) return st;
+    auto kernel = scan_slabs_kernel<S>;
+    static int resident;
+    const unsigned grid = a.mode == kSlabWhole ? (unsigned)units : persistent_grid(kernel, T::THREADS, units, &resident);
+    kernel<<<grid, T::THREADS, 0, stream>>>(a, sc.vector, sc.queue);
+    return cs_cuda_check(cudaGetLastError(), "scan kernel launch");
+}
+
+// ---- one dtype pair ----
+template <class P, int OP, typename InT, typename AccT, typename OutT>
+cs_status launch_op(const cs_scan_plan *p, cudaStream_t stream)
+{
+    const char *mode;
+    const Family family = choose_family<P>(p, sizeof(InT), sizeof(OutT), &mode);
+    Report rep{};
+    rep.p = p;
     return with_bool(p->reverse, [&](auto rev) {
-        return with_bool(masked, [&](auto msk) {
-            return with_bool(vec, [&](auto v) {
-                auto kernel = scan_columns_kernel<OP, InT, AccT, decltype(rev)::value, decltype(msk)::value,
-                                                  decltype(v)::value ? CV : 1>;
-                static int resident;
-                unsigned grid = persistent_grid(kernel, kColThreads, units, &resident);
-                // Walk whole strips when the look-back would wait (the unit above a unit is fewer than
-                // 3 rounds of resident blocks back) and the strips fill the block slots evenly (at
-                // least 90% busy through the last round). Masked scans measured no faster walking
-                // (bench/NOTES.md, v15).
-                const int64_t strips = a.col_blocks * a.nouter;
-                const int64_t rounds = (strips + resident - 1) / resident;
-                const bool walk = !masked && a.chunks > 1 && strips < 3 * (int64_t)resident &&
-                                  strips * 10 >= rounds * resident * 9;
-                ColumnsArgs aa = a;
-                if (walk) {
-                    aa.walk = 1;
-                    aa.use_lookback = 0;
-                    grid = (unsigned)(strips < resident ? strips : resident);
-                }
-                Lookback<AccT> lb;
-                WorkQueue q;
-                cs_status st2 = scan_scratch(&lb, &q, walk ? strips : units, width, aa.use_lookback);
-                if (st2) return st2;
-                kernel<<<grid, kColThreads, 0, stream>>>(aa, lb, q);
-                return cs_cuda_check(cudaGetLastError(), "scan kernel launch");
-            });
+        return with_bool(p->mask != nullptr, [&](auto msk) {
+            using S = ScanSpec<P, OP, InT, AccT, OutT, decltype(rev)::value, decltype(msk)::value>;
+            switch (family) {
+            case kSlabsFamily: return launch_slabs<S>(p, stream, rep, mode);
+            case kColumnsFamily: {
+                const cs_scan_plan c = p->layout == CS_LAYOUT_COLUMNS ? *p : as_columns(p);
+                return launch_columns<S>(&c, stream, rep, mode);
+            }
+            default: {
+                const cs_scan_plan r = as_rows(p);
+                return launch_rows<S>(&r, stream, rep, mode);
+            }
+            }
         });
     });
 }
 
-template <typename InT, typename AccT>
-cs_status launch_scan(const cs_scan_plan *p)
+template <typename InT, typename AccT, typename OutT, bool HAS_PROD>
+cs_status launch_pair(const cs_scan_plan *p, int compute_capability)
 {
     cudaStream_t stream = (cudaStream_t)cs_cuda_stream_handle();
-    const bool rows = p->layout == CS_LAYOUT_ROWS;
-    if (p->op == CS_SCAN_PROD) {
-        if constexpr (std::is_same_v<InT, uint8_t>) {
-            return cs_fail(CS_ERR_UNSUPPORTED, "cumprod of bool is not supported");
-        } else {
-            return rows ? launch_rows<CS_SCAN_PROD, InT, AccT>(p, stream) : launch_columns<CS_SCAN_PROD, InT, AccT>(p, stream);
+    return with_tuning(compute_capability, [&](auto policy) {
+        using P = decltype(policy);
+        if (p->op == CS_SCAN_PROD) {
+            if constexpr (HAS_PROD) return launch_op<P, CS_SCAN_PROD, InT, AccT, OutT>(p, stream);
+            else return cs_fail(CS_ERR_UNSUPPORTED, "cumprod of %s is not supported", cs_dtype_name(p->in_dtype));
         }
-    }
-    return rows ? launch_rows<CS_SCAN_SUM, InT, AccT>(p, stream) : launch_columns<CS_SCAN_SUM, InT, AccT>(p, stream);
+        return launch_op<P, CS_SCAN_SUM, InT, AccT, OutT>(p, stream);
+    });
 }
+
+// The entry point of one pair's unit, declared for scan_dispatch.cu.
+#define CUSCAN_DECLARE_PAIR(NAME, IN, OUT, IN_T, ACC_T, OUT_T, PROD) \
+    cs_status scan_pair_##NAME(const cs_scan_plan *p, int compute_capability);
+CS_SCAN_PAIRS(CUSCAN_DECLARE_PAIR)
 
 }  // namespace cuscan
 
-#define CUSCAN_INSTANTIATE_SCAN(InT, AccT) \
-    template cs_status cuscan::launch_scan<InT, AccT>(const cs_scan_plan *p);
+// Defines one pair's entry point from its row of src/dtypes.h (a generated unit holds one).
+#define CUSCAN_DEFINE_PAIR(NAME, IN, OUT, IN_T, ACC_T, OUT_T, PROD)                        \
+    cs_status cuscan::scan_pair_##NAME(const cs_scan_plan *p, int compute_capability)     \
+    {                                                                                      \
+        return launch_pair<IN_T, ACC_T, OUT_T, PROD>(p, compute_capability);             \
+    }

@@ -1,8 +1,9 @@
-// scan_rows.cuh - scans of lines walked along their own dim (contiguous when the dim's strides are 1).
+// scan_rows.cuh - the row family: lines walked along their own dim (contiguous when the dim's
+// strides are 1).
 //
-// A block of 8 warps scans one tile. A warp's part of the tile is K chunks of 32 lanes x VEC
-// elements; lane l of chunk k holds the VEC consecutive elements at k*32*VEC + l*VEC, so every load
-// and store instruction of a warp covers one contiguous segment (16-byte vectors when VEC > 1).
+// A block of P::kRowWarps warps scans one tile. A warp's part of the tile is K chunks of 32 lanes x
+// VEC elements; lane l of chunk k holds the VEC consecutive elements at k*32*VEC + l*VEC, so every
+// load and store instruction of a warp covers one contiguous segment (16-byte vectors when VEC > 1).
 // Per chunk: each lane folds its VEC elements, a warp scan (CUB) turns the lane totals into lane
 // prefixes, and a running warp carry joins the chunks; warp totals meet in shared memory.
 //
@@ -12,56 +13,36 @@
 //   single       a line per tile (lines no longer than a tile);
 //   whole lines  many long lines: a block walks its line tile by tile with the carry in registers,
 //                loading the next tile before scanning the current one; no block waits on another;
-//   look-back    few long lines: one line-piece tile (4x the bytes; masked, 1x) per block, the
-//                pieces of a line joined by decoupled look-back (Merrill & Garland 2016). The
-//                block holds half its tile in registers and reads the other half twice: once to
-//                reduce it, and again, once its prefix is known, from L1. DRAM still sees one read
-//                and one write, and twice the bytes a block could hold in registers wait on each
-//                prefix.
+//   line pieces  few long lines: one large tile per block, the pieces of a line joined by the
+//                look-back (lookback.cuh). The block holds half its tile in registers and reads the
+//                other half twice: once to reduce it, and again, once its prefix is known, from L1.
+//                DRAM still sees one read and one write, and twice the bytes a block could hold in
+//                registers wait on each prefix.
 // In every mode the order of the combines follows from the shape alone, never from timing, so a
-// scan gives the same bits on every run.
+// scan gives the same bits on every run. Tiles are held in the input type, folds run in AccT.
 // Reverse walks tiles from the end and reverses each vector in registers: no flips in memory.
 #pragma once
 #include <cstring>
-#include "scan_common.cuh"
+#include <cub/warp/warp_scan.cuh>
+#include "lookback.cuh"
 
 namespace cuscan {
 
-constexpr int kRowWarps = 8;
-constexpr int kRowThreads = kRowWarps * kWarp;
-#ifndef CUSCAN_ROW_BYTES  // a tuning knob for variant builds (bench/NOTES.md)
-#define CUSCAN_ROW_BYTES 128
-#endif
-constexpr int kRowBytesPerThread = CUSCAN_ROW_BYTES;  // input bytes a thread holds per tile
-constexpr int kLookbackPerLane = 4;       // look-back window: 32 lanes x 4 predecessors
-
-template <typename InT, typename AccT>
-struct RowShape {
-    static constexpr int VEC_MAX = 16 / (sizeof(InT) > sizeof(AccT) ? sizeof(InT) : sizeof(AccT));
-};
-
-// Line-piece tiles (kPieceScale times the bytes, up to 32 chunks a warp) serve lines split over
-// blocks: fewer tiles, so the look-back front has fewer hops to make along a long line, and more
-// bytes per SM in flight.
-constexpr int kPieceScale = 4;
-constexpr int kPieceBytes = kPieceScale * kRowBytesPerThread;
-// A block walking whole lines holds two tiles; masked, half-size ones: with the mask's loads in
-// flight too, full-size tiles measured 92.5% of copy (float32) and 86.8% (float64), half-size ones
-// 96.4% and 92.8%; unmasked, half-size tiles lose 1-2% (bench/NOTES.md, v16).
-template <bool MASKED>
-constexpr int kLineTileBytes = MASKED ? kRowBytesPerThread / 2 : kRowBytesPerThread;
-// Masked line pieces are a quarter of the size (the mask's loads would not fit beside a full-size
-// piece's; at full size the reduce pass had to load a quarter of the tile at a time): 59.7% of copy
-// against 57.0-57.6% (bench/NOTES.md, v17).
-template <bool MASKED>
-constexpr int kPieceTileBytes = MASKED ? kPieceBytes / 4 : kPieceBytes;
-template <typename InT, int VEC, int BYTES = kRowBytesPerThread>
+// Input bytes a thread holds per tile: BYTES > kRowBytes (line pieces) may hold up to 32 chunks.
+template <class S, int VEC, int BYTES>
 struct RowTile {
-    static constexpr int K_MAX = BYTES > kRowBytesPerThread ? 32 : 16;
-    static constexpr int K = BYTES / (VEC * (int)sizeof(InT)) > K_MAX ? K_MAX : BYTES / (VEC * (int)sizeof(InT));
+    using P = typename S::P;
+    static constexpr int K_MAX = BYTES > P::kRowBytes ? 32 : 16;
+    static constexpr int K_FIT = BYTES / (VEC * (int)sizeof(typename S::InT));
+    static constexpr int K = K_FIT > K_MAX ? K_MAX : (K_FIT < 1 ? 1 : K_FIT);
     static constexpr int WARP_SPAN = kWarp * VEC * K;
-    static constexpr int SIZE = kRowWarps * WARP_SPAN;
+    static constexpr int SIZE = P::kRowWarps * WARP_SPAN;
 };
+
+template <class P, bool MASKED>
+constexpr int kPieceBytes = P::kPieceScale * P::kRowBytes / (MASKED ? P::kMaskedPieceDivisor : 1);
+template <class P, bool MASKED>
+constexpr int kLineTileBytes = P::kRowBytes / (MASKED ? P::kMaskedLineDivisor : 1);
 
 struct RowsArgs {
     const void *x;
@@ -108,113 +89,17 @@ __device__ __forceinline__ SegPair<T> warp_seg_scan(Op op, SegPair<T> p, SegPair
     return p;
 }
 
-// How the pieces of a line post their totals and read their predecessors'. Packed: for 4-byte
-// accumulators a piece's state (epoch << 2 | state) and value share one 64-bit word, so a post is one
-// store and a poll reads state and value in one load, with no fences (as CUB's tile status for small
-// types). Split: wider accumulators keep Lookback's flag (release / acquire) and value arrays, and a
-// poll that finds the window posted reads the values in a second round trip.
-template <typename AccT>
-struct PackedStatus {
-    static constexpr bool kValueWithState = true;
-    unsigned long long *word;
-    unsigned epoch;
-
-    __device__ __forceinline__ void post(int64_t unit, unsigned state, AccT v) const
-    {
-        const unsigned long long w = (unsigned long long)(epoch << 2 | state) << 32 | bits_of(v);
-        cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(word[unit]).store(w, cuda::memory_order_relaxed);
-    }
-    __device__ __forceinline__ unsigned poll(int64_t unit, AccT &v) const
-    {
-        const unsigned long long w =
-            cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(word[unit]).load(cuda::memory_order_relaxed);
-        const unsigned hi = (unsigned)(w >> 32), lo = (unsigned)w;
-        memcpy(&v, &lo, sizeof v);
-        return (hi >> 2) == epoch ? (hi & 3u) : kEmpty;
-    }
-    __device__ __forceinline__ AccT value(int64_t, bool) const { return AccT(); }  // never called
-
-    __device__ __forceinline__ static unsigned bits_of(AccT v)
-    {
-        unsigned b;
-        memcpy(&b, &v, sizeof b);
-        return b;
-    }
-};
-
-template <typename AccT>
-struct SplitStatus {
-    static constexpr bool kValueWithState = false;
-    Lookback<AccT> lb;
-
-    __device__ __forceinline__ void post(int64_t unit, unsigned state, AccT v) const
-    {
-        (state == kInclusive ? lb.inclusive : lb.aggregate)[unit] = v;
-        lb.set_flag(unit, state);
-    }
-    __device__ __forceinline__ unsigned poll(int64_t unit, AccT &) const { return lb.get_flag(unit); }
-    __device__ __forceinline__ AccT value(int64_t unit, bool inclusive) const
-    {
-        return __ldcg((inclusive ? lb.inclusive : lb.aggregate) + unit);
-    }
-};
-
-template <typename AccT>
-constexpr bool kLinePacked = sizeof(AccT) == 4;
-
-template <typename AccT>
-using LineStatus = std::conditional_t<kLinePacked<AccT>, PackedStatus<AccT>, SplitStatus<AccT>>;
-
-template <typename AccT>
-__device__ __forceinline__ LineStatus<AccT> line_status(const Lookback<AccT> &lb)
+// The exclusive prefix of each lane's value within the warp and the warp's total: a CUB inclusive
+// warp scan shifted up by one lane (fixed tree, so fixed bits).
+template <typename Op, typename T>
+__device__ __forceinline__ T warp_exclusive(Op op, T v, T &total)
 {
-    if constexpr (kLinePacked<AccT>) return PackedStatus<AccT>{ lb.word, lb.epoch };
-    else return SplitStatus<AccT>{ lb };
-}
-
-// Exclusive prefix of unit `unit` of a line whose first unit is `first`: run by one whole warp.
-// Waits until every predecessor in a 128-wide window has posted, finds the nearest inclusive
-// prefix there, and folds the aggregates after it in order (see scan_common.cuh).
-template <typename Op, typename Status, typename AccT>
-__device__ __noinline__ AccT lookback_line(Op op, const Status &st, int64_t unit, int64_t first, AccT *window)
-{
-    const int lane = threadIdx.x & 31;
-    unsigned flag[kLookbackPerLane];
-    AccT val[kLookbackPerLane];
-    for (;;) {
-        bool waiting;
-        do {
-            waiting = false;
-#pragma unroll
-            for (int j = 0; j < kLookbackPerLane; j++) {
-                int64_t u = unit - 1 - lane - 32 * j;
-                val[j] = Op::identity();
-                flag[j] = u >= first ? st.poll(u, val[j]) : kInclusive;
-                waiting |= flag[j] == kEmpty;
-            }
-        } while (__any_sync(0xffffffffu, waiting));
-        int nearest = -1;
-#pragma unroll
-        for (int j = kLookbackPerLane - 1; j >= 0; j--) {
-            unsigned m = __ballot_sync(0xffffffffu, flag[j] == kInclusive);
-            if (m) nearest = 32 * j + __ffs(m) - 1;
-        }
-        if (nearest < 0) continue;  // only aggregates in the window: poll again until a prefix lands
-#pragma unroll
-        for (int j = 0; j < kLookbackPerLane; j++) {
-            int dist = lane + 32 * j;
-            int64_t u = unit - 1 - dist;
-            if (dist <= nearest)
-                window[dist] = (Status::kValueWithState || u < first) ? val[j] : st.value(u, dist == nearest);
-        }
-        __syncwarp();
-        AccT acc = Op::identity();
-        if (lane == 0) {
-            acc = window[nearest];
-            for (int d = nearest - 1; d >= 0; d--) acc = op(acc, window[d]);
-        }
-        return __shfl_sync(0xffffffffu, acc, 0);
-    }
+    using WarpScan = cub::WarpScan<T>;
+    typename WarpScan::TempStorage unused;
+    T incl;
+    WarpScan(unused).InclusiveScan(v, incl, op, total);
+    T ex = __shfl_up_sync(0xffffffffu, incl, 1);
+    return (threadIdx.x & 31) == 0 ? Op::identity() : ex;
 }
 
 // Where one tile lies: `count` elements from physical position `pbase` of a line at offsets ox/om/oo.
@@ -247,27 +132,32 @@ __device__ __forceinline__ RowSpan row_span(const RowsArgs &a, int64_t unit)
 
 // One tile's scan: load (issued early, so a block walking a line loads its next tile while it scans
 // the current one), then scan_and_store; the line-piece kernel uses the chunk-wise parts.
-template <int OP, typename InT, typename AccT, bool REVERSE, bool MASKED, int VEC, bool SEG,
-          int BYTES = kRowBytesPerThread>
+template <class S, int VEC, bool SEG, int BYTES>
 struct RowTileScan {
-    using Op = ScanOp<OP, AccT>;
-    using Tile = RowTile<InT, VEC, BYTES>;
+    using InT = typename S::InT;
+    using AccT = typename S::AccT;
+    using OutT = typename S::OutT;
+    using Op = typename S::Op;
+    using Tile = RowTile<S, VEC, BYTES>;
     static constexpr int K = Tile::K;
+    static constexpr int WARPS = S::P::kRowWarps;
+    static constexpr bool REVERSE = S::REVERSE, MASKED = S::MASKED;
 
     struct Regs {
-        AccT v[K][VEC];   // v[k][j]: logical element warp*WARP_SPAN + k*32*VEC + lane*VEC + j of the tile
+        InT v[K][VEC];   // v[k][j]: logical element warp*WARP_SPAN + k*32*VEC + lane*VEC + j of the tile
     };
 
     struct Shared {
-        AccT warp_total[kRowWarps];
-        int warp_flag[kRowWarps];
+        AccT warp_total[WARPS];
+        int warp_flag[WARPS];
         AccT prefix;
         AccT window[32 * kLookbackPerLane];
     };
 
-    // Chunk k of this thread's part of the tile, in scan order (reversed in registers for REVERSE).
+    // Chunk k of this thread's part of the tile, in scan order (reversed in registers for REVERSE);
+    // masked-out elements read as zero, elements past the tile's end as the identity.
     template <LoadHint H = kPlain>
-    __device__ __forceinline__ static void load_chunk(const RowsArgs &a, const RowSpan &sp, int k, AccT (&v)[VEC])
+    __device__ __forceinline__ static void load_chunk(const RowsArgs &a, const RowSpan &sp, int k, InT (&v)[VEC])
     {
         const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
         const InT *x = static_cast<const InT *>(a.x) + sp.ox;
@@ -282,15 +172,14 @@ struct RowTileScan {
 #pragma unroll
                 for (int j = 0; j < VEC; j++) {
                     const int s = REVERSE ? VEC - 1 - j : j;
-                    v[j] = (!MASKED || mv.v[s]) ? to_acc<AccT>(xv.v[s]) : Op::identity();
+                    v[j] = (!MASKED || mv.v[s]) ? xv.v[s] : S::in_zero();
                 }
             } else {
-                v[0] = (!MASKED || load_hinted<H>(m + p * a.sm)) ? to_acc<AccT>(load_hinted<H>(x + p * a.sx))
-                                                                  : Op::identity();
+                v[0] = (!MASKED || load_hinted<H>(m + p * a.sm)) ? load_hinted<H>(x + p * a.sx) : S::in_zero();
             }
         } else {
 #pragma unroll
-            for (int j = 0; j < VEC; j++) v[j] = Op::identity();
+            for (int j = 0; j < VEC; j++) v[j] = S::in_identity();
         }
     }
 
@@ -308,7 +197,7 @@ struct RowTileScan {
         static_assert((K1 - K0) % B == 0, "whole batches");
 #pragma unroll
         for (int k0 = K0; k0 < K1; k0 += B) {
-            AccT v[B][VEC];
+            InT v[B][VEC];
 #pragma unroll
             for (int b = 0; b < B; b++) load_chunk<H>(a, sp, k0 + b, v[b]);
 #pragma unroll
@@ -316,36 +205,53 @@ struct RowTileScan {
         }
     }
 
-    // Stores chunk k, scanned from `b` (the prefix of its first element). STREAM marks the stores
+    __device__ __forceinline__ static AccT lane_total(const InT (&v)[VEC])
+    {
+        const Op op;
+        AccT t = to_acc<AccT>(v[0]);
+#pragma unroll
+        for (int j = 1; j < VEC; j++) t = op(t, to_acc<AccT>(v[j]));
+        return t;
+    }
+
+    // Stores chunk k, scanned from `b` (the prefix of its first element). `line_start`: its first
+    // element starts a line, whose exclusive output is the empty prefix. STREAM marks the stores
     // evict-first, so they do not push out input that is still to be read again.
     template <bool STREAM = false>
     __device__ __forceinline__ static void store_chunk(const RowsArgs &a, const RowSpan &sp, int k, AccT b,
-                                                       const AccT (&v)[VEC])
+                                                       const InT (&v)[VEC], bool line_start)
     {
         const Op op;
         const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
         const int e0 = warp * Tile::WARP_SPAN + k * 32 * VEC + lane * VEC;
         if (e0 >= sp.count) return;
-        AccT *y = static_cast<AccT *>(a.out) + sp.oo;
-        AccT out[VEC];
+        OutT *y = static_cast<OutT *>(a.out) + sp.oo;
+        OutT out[VEC];
 #pragma unroll
         for (int j = 0; j < VEC; j++) {
-            AccT nb = op(b, v[j]);
-            out[j] = a.exclusive ? b : nb;
+            const AccT nb = op(b, to_acc<AccT>(v[j]));
+            out[j] = to_out<OutT>(a.exclusive ? (j == 0 && line_start ? Op::zero() : b) : nb);
             b = nb;
         }
         const int64_t p = sp.pbase + (REVERSE ? sp.count - e0 - VEC : e0);
         if constexpr (VEC > 1) {
-            Vec<AccT, VEC> ov;
+            Vec<OutT, VEC> ov;
 #pragma unroll
             for (int j = 0; j < VEC; j++) ov.v[REVERSE ? VEC - 1 - j : j] = out[j];
-            if constexpr (STREAM) store_vec_streaming<AccT, VEC>(y + p, ov);
-            else store_vec<AccT, VEC>(y + p, ov);
+            if constexpr (STREAM) store_vec_streaming<OutT, VEC>(y + p, ov);
+            else store_vec<OutT, VEC>(y + p, ov);
         } else if constexpr (STREAM) {
             __stcs(y + p * a.so, out[0]);
         } else {
             y[p * a.so] = out[0];
         }
+    }
+
+    // Does chunk k of this lane start its line (for a tile that is not segmented)?
+    __device__ __forceinline__ static bool starts_line(const RowSpan &sp, int k)
+    {
+        const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+        return sp.piece == 0 && warp == 0 && k == 0 && lane == 0;
     }
 
     // Scans tile `unit` and stores it. With `with_carry` (a block walking a whole line) the tile
@@ -361,18 +267,11 @@ struct RowTileScan {
         AccT lane_prefix[K];
         int head[K];
         if constexpr (!SEG) {
-            using WarpScan = cub::WarpScan<AccT>;
-            typename WarpScan::TempStorage unused;
             AccT carry = Op::identity();
 #pragma unroll
             for (int k = 0; k < K; k++) {
-                AccT t = r.v[k][0];
-#pragma unroll
-                for (int j = 1; j < VEC; j++) t = op(t, r.v[k][j]);
-                AccT incl, total;
-                WarpScan(unused).InclusiveScan(t, incl, op, total);
-                AccT ex = __shfl_up_sync(0xffffffffu, incl, 1);
-                if (lane == 0) ex = Op::identity();
+                AccT total;
+                const AccT ex = warp_exclusive(op, lane_total(r.v[k]), total);
                 lane_prefix[k] = op(carry, ex);
                 carry = op(carry, total);
                 head[k] = 0;
@@ -384,11 +283,8 @@ struct RowTileScan {
             for (int k = 0; k < K; k++) {
                 const int e0 = warp * Tile::WARP_SPAN + k * 32 * VEC + lane * VEC;
                 head[k] = e0 < sp.count && (e0 % a.len) == 0;
-                AccT t = r.v[k][0];
-#pragma unroll
-                for (int j = 1; j < VEC; j++) t = op(t, r.v[k][j]);
                 SegPair<AccT> total;
-                SegPair<AccT> incl = warp_seg_scan(op, SegPair<AccT>{ head[k], t }, &total);
+                SegPair<AccT> incl = warp_seg_scan(op, SegPair<AccT>{ head[k], lane_total(r.v[k]) }, &total);
                 SegPair<AccT> ex{ __shfl_up_sync(0xffffffffu, incl.f, 1), __shfl_up_sync(0xffffffffu, incl.v, 1) };
                 if (lane == 0) ex = SegPair<AccT>{ 0, Op::identity() };
                 SegPair<AccT> before = seg_combine(op, carry, ex);
@@ -422,7 +318,7 @@ struct RowTileScan {
             if (with_carry) {
                 // the tile total joins the carry in the same order the look-back chain uses
                 AccT tile_total = sh.warp_total[0];
-                for (int w = 1; w < kRowWarps; w++) tile_total = op(tile_total, sh.warp_total[w]);
+                for (int w = 1; w < WARPS; w++) tile_total = op(tile_total, sh.warp_total[w]);
                 prefix = carry_in;
                 carry_out = op(carry_in, tile_total);
             }
@@ -431,140 +327,143 @@ struct RowTileScan {
 #pragma unroll
         for (int k = 0; k < K; k++) {
             AccT b;
+            bool start;
             if constexpr (SEG) {
                 // a line starting in this lane starts from the identity; otherwise it continues from
                 // the nearest line start before it (in this warp, or in an earlier one)
                 AccT within = lane_prefix[k];
                 if (!(head[k] & 2)) within = op(warp_prefix, within);
-                b = (head[k] & 1) ? Op::identity() : op(Op::identity(), within);
+                start = head[k] & 1;
+                b = start ? Op::identity() : op(Op::identity(), within);
             } else {
                 b = op(prefix, op(warp_prefix, lane_prefix[k]));
+                start = starts_line(sp, k);
             }
-            store_chunk(a, sp, k, b, r.v[k]);
+            store_chunk(a, sp, k, b, r.v[k], start);
         }
         return carry_out;
     }
 };
 
 // One tile per block, each tile whole lines (segmented) or the whole of one line (single).
-template <int OP, typename InT, typename AccT, bool REVERSE, bool MASKED, int VEC, bool SEG>
-__global__ void __launch_bounds__(kRowThreads, 3)
+template <class S, int VEC, bool SEG>
+__global__ void __launch_bounds__(S::P::kRowWarps * kWarp, S::P::kRowBlocksPerSm)
 scan_rows_kernel(const RowsArgs a)
 {
-    using T = RowTileScan<OP, InT, AccT, REVERSE, MASKED, VEC, SEG>;
-    __shared__ typename T::Shared sh;
-    typename T::Regs r;
-    T::load(a, blockIdx.x, r);
-    T::scan_and_store(a, blockIdx.x, r, sh);
+    if constexpr (policy_active<typename S::P>()) {
+        using T = RowTileScan<S, VEC, SEG, S::P::kRowBytes>;
+        __shared__ typename T::Shared sh;
+        typename T::Regs r;
+        T::load(a, blockIdx.x, r);
+        T::scan_and_store(a, blockIdx.x, r, sh);
+    }
 }
 
 // Few long lines: a line-piece tile per block, the pieces of a line joined by look-back. Blocks take
 // tile ids in order from a counter, so every predecessor of a tile is running or done. The block
 // holds the first half of its tile in registers and reads the second half twice: once to reduce it
-// (loads kept in L1), and again, after the look-back, to scan it from cache. Two blocks per SM
-// thus keep 2 x (64 KB in registers + 64 KB in L1) of a float32 line in flight while they wait.
-template <int OP, typename InT, typename AccT, bool REVERSE, bool MASKED, int VEC>
-__global__ void __launch_bounds__(kRowThreads, 2)
-scan_line_pieces_kernel(const RowsArgs a, const Lookback<AccT> lb, const WorkQueue q)
+// (loads kept in L1), and again, after the look-back, to scan it from cache.
+template <class S, int VEC>
+__global__ void __launch_bounds__(S::P::kRowWarps * kWarp, 2)
+scan_line_pieces_kernel(const RowsArgs a, const PackedStatus<typename S::AccT> st, const WorkQueue q)
 {
-    using T = RowTileScan<OP, InT, AccT, REVERSE, MASKED, VEC, false, kPieceTileBytes<MASKED>>;
-    using Op = ScanOp<OP, AccT>;
-    constexpr int K = T::K, KEEP = K / 2;   // chunks a warp has; those held in registers
-    const Op op;
-    __shared__ typename T::Shared sh;
-    __shared__ int64_t slot[2];
-    int parity = 0;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int64_t unit = q.take(slot, parity);
-    q.finish();  // one unit per block: it takes no more
-    const RowSpan sp = row_span<REVERSE, false, T::Tile::SIZE>(a, unit);
+    if constexpr (policy_active<typename S::P>()) {
+        using T = RowTileScan<S, VEC, false, kPieceBytes<typename S::P, S::MASKED>>;
+        using AccT = typename S::AccT;
+        using InT = typename S::InT;
+        using Op = typename S::Op;
+        constexpr int K = T::K, KEEP = K / 2;   // chunks a warp has; those held in registers
+        constexpr int WARPS = T::WARPS;
+        const Op op;
+        __shared__ typename T::Shared sh;
+        __shared__ int64_t slot[2];
+        int parity = 0;
+        const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+        const int64_t unit = q.take(slot, parity);
+        q.finish();  // one unit per block: it takes no more
+        const RowSpan sp = row_span<S::REVERSE, false, T::Tile::SIZE>(a, unit);
 
-    // read 1: the held half (streamed past L1) and the other half (kept in L1 for read 2), all
-    // loads of a half in flight at once (masked pieces are smaller, see kPieceTileBytes);
-    // the warp's total in a fixed order: lane folds, then CUB's shuffle tree
-    AccT keep[KEEP][VEC];
+        // read 1: the held half (streamed past L1) and the other half (kept in L1 for read 2), all
+        // loads of a half in flight at once; the warp's total in a fixed order: lane folds, then CUB's
+        // shuffle tree
+        InT keep[KEEP][VEC];
 #pragma unroll
-    for (int k = 0; k < KEEP; k++) T::template load_chunk<kLast>(a, sp, k, keep[k]);
-    AccT total = Op::identity();
-    T::template each_chunk<KEEP, K, K - KEEP, kL1>(a, sp, [&](int, const AccT (&v)[VEC]) {
+        for (int k = 0; k < KEEP; k++) T::template load_chunk<kLast>(a, sp, k, keep[k]);
+        AccT total = Op::identity();
+        T::template each_chunk<KEEP, K, K - KEEP, kL1>(a, sp, [&](int, const InT (&v)[VEC]) {
 #pragma unroll
-        for (int j = 0; j < VEC; j++) total = op(total, v[j]);
-    });
-    AccT held = Op::identity();
+            for (int j = 0; j < VEC; j++) total = op(total, to_acc<AccT>(v[j]));
+        });
+        AccT held = Op::identity();
 #pragma unroll
-    for (int k = 0; k < KEEP; k++)
+        for (int k = 0; k < KEEP; k++)
 #pragma unroll
-        for (int j = 0; j < VEC; j++) held = op(held, keep[k][j]);
-    total = op(held, total);
-    {
-        typename cub::WarpReduce<AccT>::TempStorage unused;
-        total = cub::WarpReduce<AccT>(unused).Reduce(total, op);
-    }
-    if (lane == 0) sh.warp_total[warp] = total;
-    __syncthreads();
-
-    // warp 0 posts the tile's total and looks back for its prefix
-    if (warp == 0) {
-        const LineStatus<AccT> st = line_status(lb);
-        AccT tile_total = sh.warp_total[0];
-        for (int w = 1; w < kRowWarps; w++) tile_total = op(tile_total, sh.warp_total[w]);
-        AccT p = Op::identity();
-        if (sp.piece == 0) {
-            if (lane == 0) st.post(unit, kInclusive, tile_total);
-        } else {
-            if (lane == 0) st.post(unit, kAggregate, tile_total);
-            p = lookback_line(op, st, unit, unit - sp.piece, sh.window);
-            if (lane == 0) st.post(unit, kInclusive, op(p, tile_total));
+            for (int j = 0; j < VEC; j++) held = op(held, to_acc<AccT>(keep[k][j]));
+        total = op(held, total);
+        {
+            typename cub::WarpReduce<AccT>::TempStorage unused;
+            total = cub::WarpReduce<AccT>(unused).Reduce(total, op);
         }
-        if (lane == 0) sh.prefix = p;
-    }
-    __syncthreads();
+        if (lane == 0) sh.warp_total[warp] = total;
+        __syncthreads();
 
-    // read 2: scan chunk by chunk with a running warp carry, from the tile's prefix and the
-    // totals of the warps before this one
-    AccT carry = sh.prefix;
-    for (int w = 0; w < warp; w++) carry = op(carry, sh.warp_total[w]);
-    using WarpScan = cub::WarpScan<AccT>;
-    typename WarpScan::TempStorage unused;
-    auto scan_chunk = [&](int k, const AccT (&v)[VEC]) {
-        AccT t = v[0];
+        // warp 0 posts the tile's total and looks back for its prefix
+        if (warp == 0) {
+            AccT tile_total = sh.warp_total[0];
+            for (int w = 1; w < WARPS; w++) tile_total = op(tile_total, sh.warp_total[w]);
+            AccT p = Op::identity();
+            if (sp.piece == 0) {
+                if (lane == 0) st.post(unit, kInclusive, tile_total);
+            } else {
+                if (lane == 0) st.post(unit, kAggregate, tile_total);
+                p = lookback_line(op, st, unit, unit - sp.piece, sh.window);
+                if (lane == 0) st.post(unit, kInclusive, op(p, tile_total));
+            }
+            if (lane == 0) sh.prefix = p;
+        }
+        __syncthreads();
+
+        // read 2: scan chunk by chunk with a running warp carry, from the tile's prefix and the
+        // totals of the warps before this one
+        AccT carry = sh.prefix;
+        for (int w = 0; w < warp; w++) carry = op(carry, sh.warp_total[w]);
+        auto scan_chunk = [&](int k, const InT (&v)[VEC]) {
+            AccT chunk_total;
+            const AccT ex = warp_exclusive(op, T::lane_total(v), chunk_total);
+            T::template store_chunk<true>(a, sp, k, op(carry, ex), v, T::starts_line(sp, k));
+            carry = op(carry, chunk_total);
+        };
 #pragma unroll
-        for (int j = 1; j < VEC; j++) t = op(t, v[j]);
-        AccT incl, chunk_total;
-        WarpScan(unused).InclusiveScan(t, incl, op, chunk_total);
-        AccT ex = __shfl_up_sync(0xffffffffu, incl, 1);
-        if (lane == 0) ex = Op::identity();
-        T::template store_chunk<true>(a, sp, k, op(carry, ex), v);
-        carry = op(carry, chunk_total);
-    };
-#pragma unroll
-    for (int k = 0; k < KEEP; k++) scan_chunk(k, keep[k]);
-    T::template each_chunk<KEEP, K, 4, kLast>(a, sp, scan_chunk);   // 4 re-reads in flight at a time
+        for (int k = 0; k < KEEP; k++) scan_chunk(k, keep[k]);
+        T::template each_chunk<KEEP, K, 4, kLast>(a, sp, scan_chunk);   // 4 re-reads in flight at a time
+    }
 }
 
 // A block per line, walking its tiles in order with the carry in registers; it loads the next tile
 // before scanning the current one, so its loads stay in flight. No block waits on another. The carry
 // chain is the look-back chain's (P_t = P_{t-1} op A_t) over tiles of this size.
-template <int OP, typename InT, typename AccT, bool REVERSE, bool MASKED, int VEC>
-__global__ void __launch_bounds__(kRowThreads)
+template <class S, int VEC>
+__global__ void __launch_bounds__(S::P::kRowWarps * kWarp)
 scan_lines_kernel(const RowsArgs a)
 {
-    using T = RowTileScan<OP, InT, AccT, REVERSE, MASKED, VEC, false, kLineTileBytes<MASKED>>;
-    using Op = ScanOp<OP, AccT>;
-    __shared__ typename T::Shared sh;
-    const int64_t first = (int64_t)blockIdx.x * a.tiles_per_line;
-    const int64_t end = first + a.tiles_per_line;
-    typename T::Regs ra, rb;
-    AccT carry = Op::identity();
-    T::load(a, first, ra);
-    for (int64_t u = first; u < end; u += 2) {
-        if (u + 1 < end) T::load(a, u + 1, rb);
-        carry = T::scan_and_store(a, u, ra, sh, true, carry);
-        __syncthreads();   // shared totals are reused by the next tile
-        if (u + 1 >= end) break;
-        if (u + 2 < end) T::load(a, u + 2, ra);
-        carry = T::scan_and_store(a, u + 1, rb, sh, true, carry);
-        __syncthreads();
+    if constexpr (policy_active<typename S::P>()) {
+        using T = RowTileScan<S, VEC, false, kLineTileBytes<typename S::P, S::MASKED>>;
+        using AccT = typename S::AccT;
+        __shared__ typename T::Shared sh;
+        const int64_t first = (int64_t)blockIdx.x * a.tiles_per_line;
+        const int64_t end = first + a.tiles_per_line;
+        typename T::Regs ra, rb;
+        AccT carry = S::Op::identity();
+        T::load(a, first, ra);
+        for (int64_t u = first; u < end; u += 2) {
+            if (u + 1 < end) T::load(a, u + 1, rb);
+            carry = T::scan_and_store(a, u, ra, sh, true, carry);
+            __syncthreads();   // shared totals are reused by the next tile
+            if (u + 1 >= end) break;
+            if (u + 2 < end) T::load(a, u + 2, ra);
+            carry = T::scan_and_store(a, u + 1, rb, sh, true, carry);
+            __syncthreads();
+        }
     }
 }
 

@@ -31,6 +31,8 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+/* the shared library exports these declarations and nothing else */
+#pragma GCC visibility push(default)
 
 /* Status codes. */
 typedef enum cs_status {
@@ -179,17 +181,43 @@ enum { CS_SCAN_REVERSE = 1, CS_SCAN_EXCLUSIVE = 2 };
 /* Cumulative sum or product of x along dim, written to out.
  *   flags   CS_SCAN_REVERSE: from the end of the dim toward its start, in one pass.
  *           CS_SCAN_EXCLUSIVE: element i gets the scan of the elements strictly before it (after it
- *           when reversed); the first gets the identity (0 or 1).
- *   mask    NULL, or a bool tensor of x's shape and device: elements where it is false count as the
- *           identity, so a NaN or Inf under a false mask never reaches the result.
- *   out     x's shape and device; its dtype is the accumulation type. Supported (x -> out):
+ *           when reversed); the first gets the empty prefix (+0.0 or 0 for sums, 1 for products).
+ *   mask    NULL, or a bool tensor of x's shape and device: an element where it is false reads as 0
+ *           (sums) or 1 (products), so a NaN or Inf under a false mask never reaches the result; the
+ *           scan of where(mask, x, 0).
+ *   out     x's shape and device; its dtype is the output type. Supported (x -> out):
  *           float32 -> float32|float64, float64 -> float64, int32 -> int32|int64, int64 -> int64,
- *           bool -> int32|int64 (sum only). out may be x itself (in place) but must not otherwise
- *           overlap x or mask.
- * Float sums start from +0.0; integer sums and products wrap around (two's complement). Results are
- * deterministic: the same bits on every run for a given device, shape, layout and dtype. */
+ *           bool -> int32|int64 (sum only); cs_scan_supported says. out may be x itself (in place)
+ *           but must not otherwise overlap x or mask.
+ * Floats accumulate in float64 on both devices and each output is rounded once from the float64
+ * prefix: float32 outputs are within 1 ulp of the correctly rounded true prefix, +-inf exactly when
+ * that prefix is beyond float32's range, denormals kept. -0.0 is the identity of sums (a sum of -0.0
+ * is -0.0). Integer sums and products wrap around (two's complement). Results are deterministic: the
+ * same bits on every run for a given device, shape, layout and dtype; float64 sums fold in a fixed
+ * order (along the line on the CPU, in fixed tiles and trees on CUDA), so the two devices may differ
+ * in the last bits of float64 results.
+ *
+ * Environment: CUSCAN_LOG=plan prints the plan of each scan to stderr (kernel family, mode, tile,
+ * grid); CUSCAN_FORCE_FAMILY=name[/mode] makes CUDA scans use that family where it can (rows,
+ * columns, slabs; for tests). */
 cs_status cs_scan(cs_tensor *out, const cs_tensor *x, int dim, cs_scan_op op, unsigned flags,
                   const cs_tensor *mask);
+
+/* For tests and diagnosis: makes CUDA scans use the named kernel family, and mode, wherever it can
+ * handle the call, as CUSCAN_FORCE_FAMILY does: "rows" (rows/segmented, rows/single, rows/lines,
+ * rows/pieces), "columns" (columns/lookback, columns/walk) or "slabs" (slabs/whole, slabs/walk,
+ * slabs/lookback). NULL or "" gives the choice back to the planner. Results are the same either way
+ * (up to float64 rounding for float64 sums). */
+cs_status cs_scan_force_family(const char *name);
+
+/* 1 when cs_scan supports op from dtype `in` into dtype `out`, else 0. */
+int cs_scan_supported(cs_scan_op op, cs_dtype in, cs_dtype out);
+
+/* The plan cs_scan(out, x, dim, op, flags, mask) would run, as one line of text in buf (n bytes): the
+ * device and kernel family with its mode, the layout, tile and grid. Runs nothing. out may be NULL:
+ * then the plan is for a fresh output of out_dtype laid out as cs_empty_like(x) lays it out. */
+cs_status cs_scan_explain(char *buf, size_t n, const cs_tensor *x, int dim, cs_scan_op op, unsigned flags,
+                          const cs_tensor *mask, const cs_tensor *out, cs_dtype out_dtype);
 
 /* ---- element-wise ops and reductions (toolkit) ------------------------------------------------- */
 
@@ -227,6 +255,7 @@ cs_status cs_reduce(cs_tensor *out, const cs_tensor *x, int dim, cs_reduce_op op
 cs_status cs_compare(const cs_tensor *a, const cs_tensor *b, double rtol, double atol, int equal_nan,
                      double *max_abs, int64_t *n_far);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

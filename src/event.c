@@ -1,17 +1,14 @@
-/* event.c - timing events: CUDA events on the library's stream, or a monotonic host clock. */
+/* event.c - timing events: CUDA events on the library's stream (the CUDA side's), or a monotonic
+ * host clock. */
 #include <stdlib.h>
 #include <time.h>
 #include "internal.h"
-#if CS_WITH_CUDA
-#include <cuda_runtime_api.h>
-#endif
 
 struct cs_event {
     cs_device device;
+    int recorded;
     double host_ms;
-#if CS_WITH_CUDA
-    cudaEvent_t ev;
-#endif
+    void *cuda_event;
 };
 
 cs_status cs_event_create(cs_event **out, cs_device device)
@@ -24,15 +21,13 @@ cs_status cs_event_create(cs_event **out, cs_device device)
     cs_event *e = calloc(1, sizeof *e);
     if (!e) return cs_fail(CS_ERR_OUT_OF_MEMORY, "host out of memory (event)");
     e->device = device;
-#if CS_WITH_CUDA
     if (device == CS_CUDA) {
-        cs_status st = cs_cuda_check(cudaEventCreate(&e->ev), "cudaEventCreate");
+        cs_status st = cs_cuda_event_create(&e->cuda_event);
         if (st) {
             free(e);
             return st;
         }
     }
-#endif
     *out = e;
     return CS_OK;
 }
@@ -40,36 +35,30 @@ cs_status cs_event_create(cs_event **out, cs_device device)
 void cs_event_free(cs_event *e)
 {
     if (!e) return;
-#if CS_WITH_CUDA
-    if (e->device == CS_CUDA) cudaEventDestroy(e->ev);
-#endif
+    if (e->device == CS_CUDA) cs_cuda_event_free(e->cuda_event);
     free(e);
 }
 
 cs_status cs_event_record(cs_event *e)
 {
-#if CS_WITH_CUDA
-    if (e->device == CS_CUDA)
-        return cs_cuda_check(cudaEventRecord(e->ev, (cudaStream_t)cs_cuda_stream_handle()), "cudaEventRecord");
-#endif
+    if (e->device == CS_CUDA) {
+        cs_status st = cs_cuda_event_record(e->cuda_event);
+        if (!st) e->recorded = 1;
+        return st;
+    }
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     e->host_ms = ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+    e->recorded = 1;
     return CS_OK;
 }
 
 cs_status cs_event_elapsed(cs_event *start, cs_event *end, double *ms)
 {
     if (start->device != end->device) return cs_fail(CS_ERR_ARGUMENT, "events of different devices");
-#if CS_WITH_CUDA
-    if (end->device == CS_CUDA) {
-        float f = 0.0f;
-        cs_status st = cs_cuda_check(cudaEventSynchronize(end->ev), "cudaEventSynchronize");
-        if (!st) st = cs_cuda_check(cudaEventElapsedTime(&f, start->ev, end->ev), "cudaEventElapsedTime");
-        *ms = f;
-        return st;
-    }
-#endif
+    if (!start->recorded || !end->recorded)
+        return cs_fail(CS_ERR_ARGUMENT, "%s event was never recorded", !start->recorded ? "the start" : "the end");
+    if (end->device == CS_CUDA) return cs_cuda_event_elapsed(start->cuda_event, end->cuda_event, ms);
     *ms = end->host_ms - start->host_ms;
     return CS_OK;
 }

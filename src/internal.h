@@ -34,25 +34,37 @@ cs_status cs_fail(cs_status status, const char *fmt, ...)
     ;
 const char *cs_dtype_name(cs_dtype dtype);
 
-/* ---- storage (alloc.c) ---- */
+/* ---- storage (storage.c) ---- */
 cs_status cs_storage_new(cs_storage **out, cs_device device, size_t bytes);
 void cs_storage_release(cs_storage *s);
 void *cs_tensor_ptr(const cs_tensor *t); /* address of element 0 (storage + offset) */
 cs_status cs_check_usable(const cs_tensor *t, const char *what);
+/* The strides cs_empty_like gives a tensor like `like` (its dim order when dense, else row-major);
+ * returns whether like is dense. */
+int cs_like_strides(const cs_tensor *like, int64_t *strides);
+
+/* ---- the CUDA side's host runtime (src/cuda/; src/no_cuda.c stands in without CUDA) ---- */
+enum { CS_QUEUE_WORDS = 16 };             /* words at the start of the scan flags scratch: the work queue's */
 cs_status cs_cuda_ready(void);            /* CS_OK when CUDA can be used now */
 void *cs_cuda_stream_handle(void);        /* the library's cudaStream_t */
 cs_status cs_cuda_check(int cuda_error, const char *what); /* maps a cudaError_t to a status */
-/* scan scratch: flags (work queue words first), 64-bit state words and values, plus a fresh epoch
- * (alloc.c says more) */
+cs_status cs_cuda_malloc(void **data, size_t bytes);       /* device memory from the pool */
+void cs_cuda_free(void *data);
+cs_status cs_cuda_memory_info(int64_t *free_bytes, int64_t *total_bytes);
+cs_status cs_cuda_trim(void);             /* hands the pool's free blocks back */
+/* scan scratch: flags (work queue words first), 64-bit state words, 128-bit state words and values,
+ * plus a fresh epoch (runtime.c says more) */
 cs_status cs_cuda_lookback_scratch(unsigned **flags, size_t nflags, unsigned long long **words, size_t nwords,
                                    void **values, size_t value_bytes, unsigned *epoch);
 cs_status cs_cuda_temp(void **ptr, size_t bytes);  /* stream-ordered temporary */
 void cs_cuda_temp_free(void *ptr);
 int cs_cuda_multiprocessors(void);
-
-/* ---- contiguous byte moves (transfer.c) ---- */
-cs_status cs_transfer_contiguous(cs_tensor *dst, const cs_tensor *src); /* across devices */
-cs_status cs_copy_bytes(cs_tensor *dst, const cs_tensor *src);          /* same device, same dtype */
+cs_status cs_cuda_copy_device(void *dst, const void *src, size_t bytes);
+cs_status cs_transfer_contiguous(cs_tensor *dst, const cs_tensor *src); /* between host and device */
+cs_status cs_cuda_event_create(void **ev);
+void cs_cuda_event_free(void *ev);
+cs_status cs_cuda_event_record(void *ev);
+cs_status cs_cuda_event_elapsed(void *start, void *end, double *ms);
 
 /* ---- layout helpers (layout.c) ---- */
 enum { CS_MAX_OPERANDS = 3 };
@@ -72,10 +84,16 @@ int64_t cs_iter_numel(const cs_iter *it);
 int cs_dtype_is_float(cs_dtype d);
 int64_t cs_numel_of(int ndim, const int64_t *shape);
 
-/* ---- scan plan (scan.c) ---- */
+/* ---- scan plan (scan.c) ----
+ * A scan is a set of independent lines along the scanned dim. The plan describes them twice:
+ *   strided  ROWS: each line is walked along the dim (unit stride: contiguous rows); COLUMNS: lines
+ *            sit side by side along an `inner` dim, so one row of many lines is one segment;
+ *   flat     when x, mask and out share one dense layout (any dim order), memory holds `flat_outer`
+ *            slabs of `len` rows of `flat_inner` elements, one contiguous stream per operand.
+ * The CPU walks the strided form; the CUDA side picks a kernel family from either (tuning.cuh). */
 typedef enum cs_scan_layout {
-    CS_LAYOUT_ROWS = 0,    /* lines are walked one by one (contiguous along the dim when strides are 1) */
-    CS_LAYOUT_COLUMNS = 1  /* neighbouring lines are neighbours in memory along `inner` */
+    CS_LAYOUT_ROWS = 0,
+    CS_LAYOUT_COLUMNS = 1
 } cs_scan_layout;
 
 typedef struct cs_scan_plan {
@@ -92,6 +110,12 @@ typedef struct cs_scan_plan {
     int64_t inner_stride[CS_MAX_OPERANDS];
     cs_iter outer;                             /* the remaining dims */
     int64_t nouter;
+    int flat;                                  /* the flat form below holds */
+    int64_t flat_outer, flat_inner;
+    const char *force;         /* CUSCAN_FORCE_FAMILY: a family (and mode) to use where it applies */
+    int log;                   /* CUSCAN_LOG=plan: print the choice to stderr */
+    char *explain;             /* non-NULL: write the choice here (explain_len bytes) and run nothing */
+    size_t explain_len;
 } cs_scan_plan;
 
 /* ---- element-wise plans (ops.c) ---- */
@@ -123,7 +147,7 @@ typedef struct cs_reduce_plan {
     int64_t nouter;
 } cs_reduce_plan;
 
-/* ---- backends: CPU (cpu_*.c) and CUDA (kernels/api.cu; stubs when built without CUDA) ---- */
+/* ---- backends: the CPU (src/cpu/) and CUDA (kernels/; src/no_cuda.c without CUDA) ---- */
 cs_status cs_cpu_scan(const cs_scan_plan *p);
 cs_status cs_cpu_elementwise(const cs_elementwise_plan *p);
 cs_status cs_cpu_reduce(const cs_reduce_plan *p);

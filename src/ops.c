@@ -134,8 +134,12 @@ cs_status cs_copy(cs_tensor *dst, const cs_tensor *src)
             cs_tensor_free(tmp);
             return st;
         }
-        if (dst->dtype == src->dtype && cs_tensor_is_contiguous(dst) && cs_tensor_is_contiguous(src))
-            return cs_copy_bytes(dst, src);
+        if (dst->dtype == src->dtype && cs_tensor_is_contiguous(dst) && cs_tensor_is_contiguous(src)) {
+            const size_t bytes = (size_t)cs_tensor_numel(src) * cs_dtype_size(src->dtype);
+            if (dst->device == CS_CUDA) return cs_cuda_copy_device(cs_tensor_ptr(dst), cs_tensor_ptr(src), bytes);
+            memcpy(cs_tensor_ptr(dst), cs_tensor_ptr(src), bytes);
+            return CS_OK;
+        }
         cs_elementwise_plan p;
         ew_plan(&p, 1, dst, src, NULL);
         p.op = CS_EW_COPY;

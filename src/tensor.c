@@ -74,7 +74,7 @@ cs_status cs_empty(cs_tensor **out, int ndim, const int64_t *shape, cs_dtype dty
     return alloc_with_strides(out, ndim, shape, strides, dtype, device);
 }
 
-cs_status cs_empty_like(cs_tensor **out, const cs_tensor *like, cs_dtype dtype, cs_device device)
+int cs_like_strides(const cs_tensor *like, int64_t *strides)
 {
     int nd = like->ndim;
     int order[CS_MAX_DIMS];
@@ -93,14 +93,21 @@ cs_status cs_empty_like(cs_tensor **out, const cs_tensor *like, cs_dtype dtype, 
         if (like->shape[d] != 1 && like->strides[d] != expect) dense = 0;
         expect *= like->shape[d];
     }
-    if (!dense) return cs_empty(out, nd, like->shape, dtype, device);
-    int64_t strides[CS_MAX_DIMS];
+    if (!dense)
+        for (int i = 0; i < nd; i++) order[i] = i;
     int64_t s = 1;
     for (int i = nd - 1; i >= 0; i--) {
         strides[order[i]] = s;
-        s *= like->shape[order[i]];
+        if (like->shape[order[i]] > 0 && s <= INT64_MAX / like->shape[order[i]]) s *= like->shape[order[i]];
     }
-    return alloc_with_strides(out, nd, like->shape, strides, dtype, device);
+    return dense;
+}
+
+cs_status cs_empty_like(cs_tensor **out, const cs_tensor *like, cs_dtype dtype, cs_device device)
+{
+    int64_t strides[CS_MAX_DIMS];
+    cs_like_strides(like, strides);
+    return alloc_with_strides(out, like->ndim, like->shape, strides, dtype, device);
 }
 
 cs_status cs_check_usable(const cs_tensor *t, const char *what)

@@ -182,6 +182,8 @@ end
 ---------------------------------------------------------------------------------------------------
 cs.cumsum = scan.cumsum
 cs.cumprod = scan.cumprod
+cs.explain = scan.explain
+cs.force_family = scan.force_family
 cs.cat = ops.cat
 cs.allclose = ops.allclose
 cs.max_abs_diff = ops.max_abs_diff

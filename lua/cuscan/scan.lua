@@ -46,7 +46,9 @@ end
 
 local function shape_text(t) return core.shape_str(core.shape_of(t)) end
 
-local function scan(op, x, dim, opts, fname)
+-- The checked arguments of a scan (C's out, x, dim, op, flags, mask), without running it. With
+-- `explain`, a missing out is not made (cs_scan_explain describes the one it would be).
+local function prepare(op, x, dim, opts, fname, explain)
   local xh = check_tensor(x, fname, "x")
   local nd = C.cs_tensor_ndim(xh)
   if nd == 0 and dim ~= 1 and dim ~= -1 and core.is_int(dim) then
@@ -114,10 +116,15 @@ local function scan(op, x, dim, opts, fname)
     if mh ~= nil and C.cs_tensor_overlap(oh, mh) ~= 0 then
       raise(format("%s: out: must not overlap mask", fname))
     end
-  else
+  elseif not explain then
     out = core.empty_like(xh, odtype, dev, fname)
     oh = out.h
   end
+  return out, oh, xh, nd, cdim, flags, mh, odtype
+end
+
+local function scan(op, x, dim, opts, fname)
+  local out, oh, xh, nd, cdim, flags, mh = prepare(op, x, dim, opts, fname)
   if nd == 0 then
     local cx, co = as_line(xh, fname), as_line(oh, fname)
     local cm = mh and as_line(mh, fname)
@@ -168,6 +175,40 @@ function M.masked_cumsum(x, mask, dim, opts)
     raise(format("masked_cumsum: mask: expected a bool tensor, got %s", describe(mask)))
   end
   return scan(SUM, x, dim, merged(opts, "mask", mask, "masked_cumsum"), "masked_cumsum")
+end
+
+-- cs.explain(x, dim[, opts]): the plan a scan with these arguments would run, as one line (the
+-- device, kernel family and mode, layout, tile and grid); opts as for cumsum, plus op = "cumprod".
+local EXPLAIN_OPTS = { op = true }
+for k in pairs(SCAN_OPTS) do EXPLAIN_OPTS[k] = true end
+local explain_buf = require("ffi").new("char[512]")
+
+function S.explain(x, dim, opts)
+  local op, scan_opts = SUM, opts
+  if opts ~= nil then
+    core.check_opts(opts, EXPLAIN_OPTS, "explain")
+    if opts.op ~= nil then
+      if opts.op == "cumprod" then op = PROD
+      elseif opts.op ~= "cumsum" then
+        raise(format("explain: op: expected \"cumsum\" or \"cumprod\", got %s", describe(opts.op)))
+      end
+      scan_opts = {}
+      for k, v in pairs(opts) do if k ~= "op" then scan_opts[k] = v end end
+    end
+  end
+  local _, oh, xh, nd, cdim, flags, mh, odtype = prepare(op, x, dim, scan_opts, "explain", true)
+  if nd == 0 then return "0-d tensor: one element, copied" end
+  if C.cs_scan_explain(explain_buf, 512, xh, cdim, op, flags, mh, oh, odtype) ~= 0 then core.fail("explain") end
+  return require("ffi").string(explain_buf)
+end
+
+-- cs.force_family(name): for tests and diagnosis, CUDA scans use this kernel family (and mode) where
+-- it can handle the call, as CUSCAN_FORCE_FAMILY does; nil gives the choice back to the planner.
+function S.force_family(name)
+  if name ~= nil and type(name) ~= "string" then
+    raise(format("force_family: name: expected a family name such as \"slabs\" or nil, got %s", describe(name)))
+  end
+  if C.cs_scan_force_family(name) ~= 0 then core.fail("force_family") end
 end
 
 S.scan = scan

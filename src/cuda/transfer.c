@@ -1,26 +1,18 @@
-/* transfer.c - contiguous copies between host and device through pinned staging buffers: the host
- * copies one chunk into a pinned buffer (with all cores) while the DMA engine moves the previous one,
- * so large transfers run at the link's speed without pinning the user's memory. */
+/* transfer.c - copies on the device and between host and device. Host transfers go through pinned
+ * staging buffers: the host copies one chunk into a pinned buffer (with all cores) while the DMA
+ * engine moves the previous one, so large transfers run at the link's speed without pinning the
+ * user's memory. */
 #include <stdlib.h>
 #include <string.h>
-#include "internal.h"
-#if CS_WITH_CUDA
 #include <cuda_runtime_api.h>
-#endif
+#include "internal.h"
 
-cs_status cs_copy_bytes(cs_tensor *dst, const cs_tensor *src)
+cs_status cs_cuda_copy_device(void *dst, const void *src, size_t bytes)
 {
-    size_t bytes = (size_t)cs_tensor_numel(src) * cs_dtype_size(src->dtype);
-#if CS_WITH_CUDA
-    if (dst->device == CS_CUDA)
-        return cs_cuda_check(cudaMemcpyAsync(cs_tensor_ptr(dst), cs_tensor_ptr(src), bytes, cudaMemcpyDeviceToDevice,
-                                             (cudaStream_t)cs_cuda_stream_handle()), "device copy");
-#endif
-    memcpy(cs_tensor_ptr(dst), cs_tensor_ptr(src), bytes);
-    return CS_OK;
+    return cs_cuda_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, (cudaStream_t)cs_cuda_stream_handle()),
+                         "device copy");
 }
 
-#if CS_WITH_CUDA
 enum { STAGE_BYTES = 32 << 20, NSTAGES = 2, SMALL_BYTES = 1 << 20 };
 
 static void *stage[NSTAGES];
@@ -148,18 +140,3 @@ done:
     cudaFreeHost(host);
     return st;
 }
-#else
-cs_status cs_host_link_bandwidth(int64_t bytes, double *h2d, double *d2h)
-{
-    (void)bytes;
-    *h2d = *d2h = 0;
-    return cs_fail(CS_ERR_NO_DEVICE, "CUDA is not available: built without CUDA");
-}
-
-cs_status cs_transfer_contiguous(cs_tensor *dst, const cs_tensor *src)
-{
-    (void)dst;
-    (void)src;
-    return cs_fail(CS_ERR_NO_DEVICE, "CUDA is not available: built without CUDA");
-}
-#endif

@@ -1,4 +1,4 @@
-/* cpu_scan.c - the CPU scan backend: OpenMP over independent lines; float32 accumulates in double.
+/* cpu/scan.c - the CPU scan backend: OpenMP over independent lines; float32 accumulates in double.
  * ROWS plans walk each line in turn; COLUMNS plans walk a block of neighbouring lines together, one
  * row at a time, so that the inner loop runs over unit strides and vectorises.
  * Fold rules shared with the CUDA kernels: a fold starts from the op's identity (-0.0 for float
@@ -6,6 +6,8 @@
  * MASKED (+0.0 or 1: the scan of where(mask, x, 0)); an exclusive scan's first output, the empty
  * prefix, is EMPTY (+0.0 or 1). */
 #include <stdint.h>
+#include <stdio.h>
+#include "dtypes.h"
 #include "internal.h"
 
 enum { COLUMN_BLOCK = 512 };
@@ -27,8 +29,8 @@ static inline void line_offsets(const cs_iter *it, int64_t idx, int64_t off[3])
 #define SUM(a, b) ((a) + (b))
 #define PROD(a, b) ((a) * (b))
 
-/* One scan kernel per (input, accumulator, output, op). TO_ACC converts an input element. */
-#define DEFINE_CPU_SCAN(NAME, IN_T, ACC_T, OUT_T, TO_ACC, IDENT, MASKED, EMPTY, OP)                                \
+/* One scan kernel per (input, accumulator, output, op). */
+#define DEFINE_CPU_SCAN(NAME, IN_T, ACC_T, OUT_T, IN, IDENT, MASKED, EMPTY, OP)                                \
     static void NAME##_rows(const cs_scan_plan *p)                                                    \
     {                                                                                                 \
         const IN_T *x = p->x;                                                                         \
@@ -46,7 +48,7 @@ static inline void line_offsets(const cs_iter *it, int64_t idx, int64_t off[3])
             ACC_T acc = IDENT;                                                                        \
             for (int64_t k = 0; k < len; k++) {                                                       \
                 int64_t i = rev ? len - 1 - k : k;                                                    \
-                ACC_T v = (!ml || ml[i * sm]) ? TO_ACC(xl[i * sx]) : (ACC_T)(MASKED);                 \
+                ACC_T v = (!ml || ml[i * sm]) ? TO_ACC(IN, ACC_T, xl[i * sx]) : (ACC_T)(MASKED);                 \
                 ACC_T next = OP(acc, v);                                                              \
                 yl[i * so] = (OUT_T)(excl ? (k ? acc : (ACC_T)(EMPTY)) : next);                       \
                 acc = next;                                                                           \
@@ -79,19 +81,19 @@ static inline void line_offsets(const cs_iter *it, int64_t idx, int64_t off[3])
                 const unsigned char *mr = m ? m + off[1] + i * sm + c0 * im : 0;                      \
                 if (unit && !mr) {                                                                    \
                     for (int64_t c = 0; c < nc; c++) {                                                \
-                        ACC_T next = OP(acc[c], TO_ACC(xr[c]));                                       \
+                        ACC_T next = OP(acc[c], TO_ACC(IN, ACC_T, xr[c]));                                       \
                         yr[c] = (OUT_T)(excl ? (k ? acc[c] : (ACC_T)(EMPTY)) : next);                 \
                         acc[c] = next;                                                                \
                     }                                                                                 \
                 } else if (unit) {                                                                    \
                     for (int64_t c = 0; c < nc; c++) {                                                \
-                        ACC_T next = OP(acc[c], mr[c] ? TO_ACC(xr[c]) : (ACC_T)(MASKED));             \
+                        ACC_T next = OP(acc[c], mr[c] ? TO_ACC(IN, ACC_T, xr[c]) : (ACC_T)(MASKED));             \
                         yr[c] = (OUT_T)(excl ? (k ? acc[c] : (ACC_T)(EMPTY)) : next);                 \
                         acc[c] = next;                                                                \
                     }                                                                                 \
                 } else {                                                                              \
                     for (int64_t c = 0; c < nc; c++) {                                                \
-                        ACC_T next = OP(acc[c], (!mr || mr[c * im]) ? TO_ACC(xr[c * ix]) : (ACC_T)(MASKED)); \
+                        ACC_T next = OP(acc[c], (!mr || mr[c * im]) ? TO_ACC(IN, ACC_T, xr[c * ix]) : (ACC_T)(MASKED)); \
                         yr[c * io] = (OUT_T)(excl ? (k ? acc[c] : (ACC_T)(EMPTY)) : next);            \
                         acc[c] = next;                                                                \
                     }                                                                                 \
@@ -100,44 +102,46 @@ static inline void line_offsets(const cs_iter *it, int64_t idx, int64_t off[3])
         }                                                                                             \
     }
 
-#define AS_DOUBLE(v) ((double)(v))
-#define AS_U32(v) ((uint32_t)(v))
-#define AS_U64(v) ((uint64_t)(int64_t)(v))
+/* Integers accumulate unsigned, so that they wrap without undefined behaviour; bool reads as 0/1. */
+#define CPU_ACC_double double
+#define CPU_ACC_int32_t uint32_t
+#define CPU_ACC_int64_t uint64_t
+#define CPU_ACC(T) CPU_ACC_##T
+#define TO_ACC(IN, ACC, v) ((IN) == CS_BOOL ? (ACC)((v) != 0) : (ACC)(v))
 
-DEFINE_CPU_SCAN(sum_f32_f32, float, double, float, AS_DOUBLE, -0.0, 0.0, 0.0, SUM)
-DEFINE_CPU_SCAN(sum_f32_f64, float, double, double, AS_DOUBLE, -0.0, 0.0, 0.0, SUM)
-DEFINE_CPU_SCAN(sum_f64_f64, double, double, double, AS_DOUBLE, -0.0, 0.0, 0.0, SUM)
-DEFINE_CPU_SCAN(sum_i32_i32, int32_t, uint32_t, int32_t, AS_U32, 0u, 0u, 0u, SUM)
-DEFINE_CPU_SCAN(sum_i32_i64, int32_t, uint64_t, int64_t, AS_U64, 0u, 0u, 0u, SUM)
-DEFINE_CPU_SCAN(sum_i64_i64, int64_t, uint64_t, int64_t, AS_U64, 0u, 0u, 0u, SUM)
-DEFINE_CPU_SCAN(sum_b_i32, unsigned char, uint32_t, int32_t, AS_U32, 0u, 0u, 0u, SUM)
-DEFINE_CPU_SCAN(sum_b_i64, unsigned char, uint64_t, int64_t, AS_U64, 0u, 0u, 0u, SUM)
-DEFINE_CPU_SCAN(prod_f32_f32, float, double, float, AS_DOUBLE, 1.0, 1.0, 1.0, PROD)
-DEFINE_CPU_SCAN(prod_f32_f64, float, double, double, AS_DOUBLE, 1.0, 1.0, 1.0, PROD)
-DEFINE_CPU_SCAN(prod_f64_f64, double, double, double, AS_DOUBLE, 1.0, 1.0, 1.0, PROD)
-DEFINE_CPU_SCAN(prod_i32_i32, int32_t, uint32_t, int32_t, AS_U32, 1u, 1u, 1u, PROD)
-DEFINE_CPU_SCAN(prod_i32_i64, int32_t, uint64_t, int64_t, AS_U64, 1u, 1u, 1u, PROD)
-DEFINE_CPU_SCAN(prod_i64_i64, int64_t, uint64_t, int64_t, AS_U64, 1u, 1u, 1u, PROD)
+/* a sum and, where the pair has one, a product for every pair of the list */
+#define DEFINE_PAIR(NAME, IN, OUT, IN_T, ACC_T, OUT_T, HAS_PROD)                                        \
+    DEFINE_CPU_SCAN(sum_##NAME, IN_T, CPU_ACC(ACC_T), OUT_T, IN, (CPU_ACC(ACC_T))(-0.0), 0, 0, SUM) \
+    DEFINE_CPU_SCAN(prod_##NAME, IN_T, CPU_ACC(ACC_T), OUT_T, IN, 1, 1, 1, PROD)
+CS_SCAN_PAIRS(DEFINE_PAIR)
+#undef DEFINE_PAIR
 
 typedef void (*scan_fn)(const cs_scan_plan *);
 
 cs_status cs_cpu_scan(const cs_scan_plan *p)
 {
-#define PICK(IN, OUT, NAME) if (p->in_dtype == IN && p->out_dtype == OUT) { rows = NAME##_rows; cols = NAME##_columns; }
     scan_fn rows = 0, cols = 0;
-    if (p->op == CS_SCAN_SUM) {
-        PICK(CS_FLOAT32, CS_FLOAT32, sum_f32_f32) PICK(CS_FLOAT32, CS_FLOAT64, sum_f32_f64)
-        PICK(CS_FLOAT64, CS_FLOAT64, sum_f64_f64) PICK(CS_INT32, CS_INT32, sum_i32_i32)
-        PICK(CS_INT32, CS_INT64, sum_i32_i64) PICK(CS_INT64, CS_INT64, sum_i64_i64)
-        PICK(CS_BOOL, CS_INT32, sum_b_i32) PICK(CS_BOOL, CS_INT64, sum_b_i64)
-    } else {
-        PICK(CS_FLOAT32, CS_FLOAT32, prod_f32_f32) PICK(CS_FLOAT32, CS_FLOAT64, prod_f32_f64)
-        PICK(CS_FLOAT64, CS_FLOAT64, prod_f64_f64) PICK(CS_INT32, CS_INT32, prod_i32_i32)
-        PICK(CS_INT32, CS_INT64, prod_i32_i64) PICK(CS_INT64, CS_INT64, prod_i64_i64)
+#define PICK(NAME, IN, OUT, IN_T, ACC_T, OUT_T, HAS_PROD)                                 \
+    if (p->in_dtype == IN && p->out_dtype == OUT) {                                   \
+        if (p->op == CS_SCAN_SUM) { rows = sum_##NAME##_rows; cols = sum_##NAME##_columns; } \
+        else if (HAS_PROD) { rows = prod_##NAME##_rows; cols = prod_##NAME##_columns; }   \
     }
+    CS_SCAN_PAIRS(PICK)
 #undef PICK
     if (!rows) return cs_fail(CS_ERR_UNSUPPORTED, "scan of %s into %s is not supported",
                               cs_dtype_name(p->in_dtype), cs_dtype_name(p->out_dtype));
-    if (p->layout == CS_LAYOUT_COLUMNS) cols(p); else rows(p);
+    const int columns = p->layout == CS_LAYOUT_COLUMNS;
+    if (p->explain || p->log) {
+        char line[256];
+        snprintf(line, sizeof line, "cpu %s: %lld lines of %lld%s%s%s", columns ? "columns" : "rows",
+                 (long long)(p->nouter * p->inner), (long long)p->len, p->mask ? ", masked" : "",
+                 p->reverse ? ", reverse" : "", p->exclusive ? ", exclusive" : "");
+        if (p->explain) {
+            snprintf(p->explain, p->explain_len, "%s", line);
+            return CS_OK;
+        }
+        fprintf(stderr, "cuscan plan: %s\n", line);
+    }
+    if (columns) cols(p); else rows(p);
     return CS_OK;
 }

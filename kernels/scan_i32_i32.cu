@@ -1,5 +1,0 @@
-// scan_i32_i32.cu - the scan kernels for int32_t inputs accumulated in int32_t (a unit of its own so the
-// dtype pairs compile in parallel).
-#include "scan_launch.cuh"
-
-CUSCAN_INSTANTIATE_SCAN(int32_t, int32_t)

@@ -1,0 +1,424 @@
+// scan_slabs.cuh - the slab family: x, mask and out share one dense layout, so each holds `outer`
+// slabs of `len` rows of `inner` contiguous elements, one stream. Whatever len and inner are (3,
+// 999, 2, 7, ...), a tile is a run of whole rows (for wide rows, of a block of columns): it goes
+// into shared memory with coalesced vector loads, each thread scans a segment of one column there,
+// and the tile goes back out with coalesced vector stores. DRAM sees each byte once.
+//
+// Three modes (scan_launch.cuh picks one):
+//   whole   a tile holds whole slabs (len rows); no tile depends on another;
+//   walk    a slab is longer than a tile: a block takes a strip (one slab, one column block) and
+//           walks its pieces in order, the carry of each column in shared memory;
+//   lookback  few long strips: one piece per unit, the pieces of a strip joined by the look-back
+//           with a vector of `width` carries (lookback.cuh).
+// In a tile, the columns are cut into S segments of SR rows; a thread folds its segment, a block-wide
+// segmented scan of the segment totals gives each segment its prefix, and the thread writes its
+// outputs back in place. Head rows (a slab's first row in scan order) restart the fold. The order
+// of every combine follows from the shape alone, so a scan gives the same bits on every run, and
+// walking and looking back give the same bits too.
+#pragma once
+#include "lookback.cuh"
+#include "scan_rows.cuh"   // SegPair, seg_combine, warp_seg_scan
+
+namespace cuscan {
+
+enum SlabMode { kSlabWhole = 0, kSlabWalk = 1, kSlabLookback = 2 };
+
+struct SlabArgs {
+    const void *x;
+    const unsigned char *mask;
+    void *out;
+    int64_t outer, len, inner;
+    int width;                // W: columns of a tile
+    int64_t col_blocks;       // ceil(inner / W)
+    int rows;                 // R: rows of a full tile
+    int64_t slabs_per_tile;   // whole mode: slabs a tile holds (R = slabs_per_tile * len)
+    int64_t pieces;           // walk and lookback: tiles along a strip, ceil(len / R)
+    int64_t strips;           // walk and lookback: outer * col_blocks
+    int segs;                 // S: segments per column (width <= threads), else 1
+    int seg_rows;             // SR = ceil(R / S)
+    int pad;                  // shared elements after every SR logical rows (keeps a warp's column walks apart)
+    FastDiv div_inner, div_seg_rows, div_width_in, div_width_out;   // by inner, SR, W / VIN, W / VOUT
+    int vec_in, vec_out;      // x (and mask) / out may move in 16-byte vectors
+    int exclusive;
+    int mode;
+    int64_t units;
+};
+
+// Where one tile lies: rows [row0, row0 + nrows) of the stream (global row = slab * len + row) and
+// columns [col0, col0 + ncols); `piece` along its strip; `first_slab_row` says whether the first
+// logical row of the tile is a slab's first (scan order).
+struct SlabTile {
+    int64_t row0, col0;
+    int nrows, ncols;
+    int64_t piece, strip;
+};
+
+template <class S>
+struct SlabScan {
+    using P = typename S::P;
+    using InT = typename S::InT;
+    using AccT = typename S::AccT;
+    using OutT = typename S::OutT;
+    using Op = typename S::Op;
+    static constexpr int THREADS = P::kSlabThreads;
+    static constexpr int WARPS = THREADS / kWarp;
+    static constexpr int TILE = P::kSlabStageBytes / (int)sizeof(OutT);      // elements of a full tile
+    static constexpr int STAGE = TILE + 4 * THREADS + 16;                   // plus the pads
+    static constexpr int VIN = 16 / (int)sizeof(InT), VOUT = 16 / (int)sizeof(OutT);
+    static constexpr int MAX_COLS = (P::kSlabMaxWidth + THREADS - 1) / THREADS;  // columns a thread owns (S = 1)
+
+    struct Shared {
+        OutT stage[STAGE];
+        AccT carry[P::kSlabMaxWidth];
+        SegPair<AccT> warp_total[WARPS];
+        int64_t slot[2];
+        int distance;
+    };
+
+    __device__ __forceinline__ static SlabTile tile_of(const SlabArgs &a, int64_t unit, int64_t piece_in = -1)
+    {
+        SlabTile t;
+        if (a.mode == kSlabWhole) {
+            const int64_t cb = unit % a.col_blocks, g = unit / a.col_blocks;
+            const int64_t slab0 = g * a.slabs_per_tile;
+            t.row0 = slab0 * a.len;
+            t.nrows = (int)(min(a.slabs_per_tile, a.outer - slab0) * a.len);
+            t.col0 = cb * a.width;
+            t.piece = 0;
+            t.strip = 0;
+        } else {
+            t.strip = piece_in < 0 ? unit % a.strips : unit;
+            t.piece = piece_in < 0 ? unit / a.strips : piece_in;
+            const int64_t o = t.strip / a.col_blocks, cb = t.strip % a.col_blocks;
+            const int64_t lo = t.piece * a.rows, hi = min(a.len, lo + a.rows);   // logical rows
+            t.nrows = (int)(hi - lo);
+            t.row0 = o * a.len + (S::REVERSE ? a.len - hi : lo);
+            t.col0 = cb * a.width;
+        }
+        t.ncols = (int)min((int64_t)a.width, a.inner - t.col0);
+        return t;
+    }
+
+    // Shared index of tile element (r, c) of logical row rho (scan order) in segment block `blk`
+    // (rho / SR): rows of ncols elements, `pad` spare elements after every SR logical rows.
+    __device__ __forceinline__ static int sidx(const SlabArgs &a, const SlabTile &t, int r, int c, int blk)
+    {
+        return r * t.ncols + c + blk * a.pad;
+    }
+
+    __device__ __forceinline__ static OutT staged(InT v, bool keep)
+    {
+        return keep ? OutT(to_acc<AccT>(v)) : OutT(to_acc<AccT>(S::in_zero()));
+    }
+
+    // A position in the tile's flat order (row-major over nrows x ncols) that can step forward.
+    struct Cursor {
+        int r, c, rho, blk;
+        __device__ __forceinline__ Cursor(const SlabArgs &a, const SlabTile &t, int r0, int c0) : r(r0), c(c0)
+        {
+            rho = S::REVERSE ? t.nrows - 1 - r : r;
+            blk = (int)a.div_seg_rows.div((unsigned)rho);
+        }
+        __device__ __forceinline__ int index(const SlabArgs &a, const SlabTile &t) const { return sidx(a, t, r, c, blk); }
+        __device__ __forceinline__ void next(const SlabArgs &a, const SlabTile &t)
+        {
+            if (++c == t.ncols) {
+                c = 0;
+                r++;
+                rho += S::REVERSE ? -1 : 1;
+                blk = (int)a.div_seg_rows.div((unsigned)rho);
+            }
+        }
+    };
+
+    // Walks the tile's elements in runs of V consecutive elements of the stream where the operands
+    // allow vectors (else 1): f(global element index, cursor at its first element, count).
+    template <int V, typename F>
+    __device__ __forceinline__ static void for_each_run(const SlabArgs &a, const SlabTile &t, bool vec,
+                                                        const FastDiv &div_vectors_per_row, F &&f)
+    {
+        const int n = t.nrows * t.ncols;
+        if (t.ncols == a.inner) {
+            // the tile is one contiguous run of the stream: aligned vectors in the middle, single
+            // elements at its two ends
+            const int64_t f0 = t.row0 * a.inner;
+            int head = n, nvec = 0;
+            if (vec) {
+                head = (int)((V - f0 % V) % V);
+                if (head > n) head = n;
+                nvec = (n - head) / V;
+            }
+            const int tail0 = head + nvec * V;
+            for (int e = threadIdx.x; e < head + (n - tail0); e += THREADS) {
+                const int ee = e < head ? e : tail0 + (e - head);
+                const int r = (int)a.div_inner.div((unsigned)ee);
+                f(f0 + ee, Cursor(a, t, r, ee - r * t.ncols), 1);
+            }
+            for (int i = threadIdx.x; i < nvec; i += THREADS) {
+                const int ee = head + i * V;
+                const int r = (int)a.div_inner.div((unsigned)ee);
+                f(f0 + ee, Cursor(a, t, r, ee - r * t.ncols), V);
+            }
+        } else {
+            // a block of columns: each row is a run; vectors when rows and columns are aligned (a full
+            // block: the last one, narrower, goes element by element)
+            const bool full = t.ncols == a.width;
+            const bool v = vec && full;
+            const int per_row = v ? t.ncols / V : t.ncols;
+            const int step = v ? V : 1;
+            for (int i = threadIdx.x; i < t.nrows * per_row; i += THREADS) {
+                const int r = v ? (int)div_vectors_per_row.div((unsigned)i) : i / per_row;
+                const int c = (i - r * per_row) * step;
+                f((t.row0 + r) * a.inner + t.col0 + c, Cursor(a, t, r, c), step);
+            }
+        }
+    }
+
+    __device__ __forceinline__ static void load_tile(const SlabArgs &a, const SlabTile &t, Shared &sh)
+    {
+        const InT *x = static_cast<const InT *>(a.x);
+        for_each_run<VIN>(a, t, a.vec_in, a.div_width_in, [&](int64_t g, Cursor cur, int count) {
+            if (count == VIN) {
+                const Vec<InT, VIN> xv = load_vec<InT, VIN>(x + g);
+                Vec<unsigned char, VIN> mv;
+                if constexpr (S::MASKED) mv = load_vec<unsigned char, VIN>(a.mask + g);
+#pragma unroll
+                for (int j = 0; j < VIN; j++) {
+                    sh.stage[cur.index(a, t)] = staged(xv.v[j], !S::MASKED || mv.v[j]);
+                    cur.next(a, t);
+                }
+            } else {
+                sh.stage[cur.index(a, t)] = staged(x[g], !S::MASKED || a.mask[g]);
+            }
+        });
+    }
+
+    __device__ __forceinline__ static void store_tile(const SlabArgs &a, const SlabTile &t, const Shared &sh)
+    {
+        OutT *y = static_cast<OutT *>(a.out);
+        for_each_run<VOUT>(a, t, a.vec_out, a.div_width_out, [&](int64_t g, Cursor cur, int count) {
+            if (count == VOUT) {
+                Vec<OutT, VOUT> ov;
+#pragma unroll
+                for (int j = 0; j < VOUT; j++) {
+                    ov.v[j] = sh.stage[cur.index(a, t)];
+                    cur.next(a, t);
+                }
+                store_vec<OutT, VOUT>(y + g, ov);
+            } else {
+                y[g] = sh.stage[cur.index(a, t)];
+            }
+        });
+    }
+
+    // The block-wide exclusive segmented scan of one pair per thread (threads in order).
+    __device__ __forceinline__ static SegPair<AccT> block_seg_exclusive(SegPair<AccT> p, Shared &sh)
+    {
+        const Op op;
+        const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+        SegPair<AccT> total;
+        const SegPair<AccT> incl = warp_seg_scan(op, p, &total);
+        if (lane == 0) sh.warp_total[warp] = total;
+        __syncthreads();
+        SegPair<AccT> before{ 0, Op::identity() };
+        for (int w = 0; w < warp; w++) before = seg_combine(op, before, sh.warp_total[w]);
+        SegPair<AccT> ex{ __shfl_up_sync(0xffffffffu, incl.f, 1), __shfl_up_sync(0xffffffffu, incl.v, 1) };
+        if (lane == 0) ex = SegPair<AccT>{ 0, Op::identity() };
+        return seg_combine(op, before, ex);
+    }
+
+    // Scans the staged tile in place. carry(c) gives the prefix a column starts from (the identity
+    // for a tile that starts its slabs); the column totals of the tile go to total[] of the threads
+    // with owner set (one per column; cols[] names them). Block-wide.
+    struct Walk {
+        int c[MAX_COLS];     // columns this thread scans (segment s of each)
+        int ncols;           // how many
+        int s;               // its segment
+        bool owner;          // it holds the last segment of its columns
+    };
+
+    __device__ __forceinline__ static Walk walk_of(const SlabArgs &a, const SlabTile &t)
+    {
+        Walk w;
+        w.ncols = 0;
+        if (a.segs > 1) {
+            const int col = threadIdx.x / a.segs;
+            w.s = threadIdx.x - col * a.segs;
+            if (col < t.ncols) {
+                w.c[0] = col;
+                w.ncols = 1;
+            }
+#pragma unroll
+            for (int j = 1; j < MAX_COLS; j++) w.c[j] = 0;
+        } else {
+            w.s = 0;
+#pragma unroll
+            for (int j = 0; j < MAX_COLS; j++) {
+                w.c[j] = threadIdx.x + j * THREADS;
+                if (w.c[j] < t.ncols) w.ncols = j + 1;
+            }
+        }
+        w.owner = w.s == a.segs - 1;
+        return w;
+    }
+
+    // Heads are the logical rows that start a slab (scan order): every len-th row of a tile of whole
+    // slabs, the first row of a strip's first piece. slab_row counts up to the next head (0: head).
+    __device__ __forceinline__ static int first_slab_row(const SlabArgs &a, const SlabTile &t, int rho)
+    {
+        if (a.mode == kSlabWhole) return rho % (int)a.len;
+        return t.piece == 0 ? rho : 1;
+    }
+    __device__ __forceinline__ static void next_slab_row(const SlabArgs &a, int &slab_row)
+    {
+        if (++slab_row == (int)a.len && a.mode == kSlabWhole) slab_row = 0;
+    }
+
+    // Pass 1: this segment's (head seen, fold since the last head) for column c.
+    __device__ __forceinline__ static SegPair<AccT> segment_total(const SlabArgs &a, const SlabTile &t, const Shared &sh,
+                                                                  int s, int c)
+    {
+        const Op op;
+        SegPair<AccT> acc{ 0, Op::identity() };
+        const int lo = s * a.seg_rows, hi = min(t.nrows, lo + a.seg_rows);
+        int slab_row = first_slab_row(a, t, lo);
+        for (int rho = lo; rho < hi; rho++) {
+            const int r = S::REVERSE ? t.nrows - 1 - rho : rho;
+            const AccT v = to_acc<AccT>(sh.stage[sidx(a, t, r, c, s)]);
+            if (slab_row == 0) acc = SegPair<AccT>{ 1, v };
+            else acc.v = op(acc.v, v);
+            next_slab_row(a, slab_row);
+        }
+        return acc;
+    }
+
+    // Pass 2: outputs of column c's segment s, from `prefix` (the fold of everything before it).
+    __device__ __forceinline__ static void segment_outputs(const SlabArgs &a, const SlabTile &t, Shared &sh, int s,
+                                                           int c, AccT prefix)
+    {
+        const Op op;
+        const int lo = s * a.seg_rows, hi = min(t.nrows, lo + a.seg_rows);
+        int slab_row = first_slab_row(a, t, lo);
+        AccT acc = prefix;
+        for (int rho = lo; rho < hi; rho++) {
+            const int r = S::REVERSE ? t.nrows - 1 - rho : rho;
+            const int k = sidx(a, t, r, c, s);
+            const AccT v = to_acc<AccT>(sh.stage[k]);
+            const bool head = slab_row == 0;
+            const AccT before = acc;
+            acc = head ? v : op(acc, v);
+            sh.stage[k] = to_out<OutT>(a.exclusive ? (head ? Op::zero() : before) : acc);
+            next_slab_row(a, slab_row);
+        }
+    }
+};
+
+// Shared by the three modes: scan one staged tile. `carry_of(j)` is the prefix of the thread's j-th
+// column from the tiles before (identity when none); `totals(j, v)` receives the tile's total of the
+// j-th column on owner threads, before `join()` (block-wide) turns totals into the carries that
+// pass 2 needs. Returns after pass 2 (stage holds the outputs).
+template <class S, typename Join>
+__device__ __forceinline__ void scan_staged_tile(const SlabArgs &a, const SlabTile &t, typename SlabScan<S>::Shared &sh,
+                                                 Join &&join)
+{
+    using T = SlabScan<S>;
+    using AccT = typename S::AccT;
+    using Op = typename S::Op;
+    const Op op;
+    const typename T::Walk w = T::walk_of(a, t);
+    AccT seg_prefix[T::MAX_COLS], total[T::MAX_COLS];
+    if (a.segs > 1) {
+        // one column per thread, S segments a column: a segmented scan across the segments
+        const int c = w.c[0];
+        SegPair<AccT> agg = w.ncols ? T::segment_total(a, t, sh, w.s, c) : SegPair<AccT>{ 0, Op::identity() };
+        SegPair<AccT> in = agg;
+        if (w.s == 0) in.f = 1;   // a column's first segment starts its fold
+        const SegPair<AccT> ex = T::block_seg_exclusive(in, sh);
+        seg_prefix[0] = w.s == 0 ? Op::identity() : ex.v;
+        total[0] = agg.f ? agg.v : op(seg_prefix[0], agg.v);
+#pragma unroll
+        for (int j = 1; j < T::MAX_COLS; j++) seg_prefix[j] = total[j] = Op::identity();
+    } else {
+#pragma unroll
+        for (int j = 0; j < T::MAX_COLS; j++) {
+            seg_prefix[j] = Op::identity();
+            total[j] = j < w.ncols ? T::segment_total(a, t, sh, 0, w.c[j]).v : Op::identity();
+        }
+    }
+    AccT carry[T::MAX_COLS];
+    join(w, total, carry);
+#pragma unroll
+    for (int j = 0; j < T::MAX_COLS; j++)
+        if (j < w.ncols) T::segment_outputs(a, t, sh, w.s, w.c[j], op(carry[j], seg_prefix[j]));
+}
+
+template <class S>
+__global__ void __launch_bounds__(S::P::kSlabThreads, S::P::kSlabBlocksPerSm)
+scan_slabs_kernel(const SlabArgs a, const VectorStatus<typename S::AccT> st, const WorkQueue q)
+{
+    if constexpr (policy_active<typename S::P>()) {
+        using T = SlabScan<S>;
+        using AccT = typename S::AccT;
+        using Op = typename S::Op;
+        const Op op;
+        __shared__ typename T::Shared sh;
+        constexpr int NC = T::MAX_COLS;
+
+        if (a.mode == kSlabWhole) {
+            const SlabTile t = T::tile_of(a, blockIdx.x);
+            T::load_tile(a, t, sh);
+            __syncthreads();
+            scan_staged_tile<S>(a, t, sh, [&](const typename T::Walk &, const AccT (&)[NC], AccT (&carry)[NC]) {
+#pragma unroll
+                for (int j = 0; j < NC; j++) carry[j] = Op::identity();
+            });
+            __syncthreads();
+            T::store_tile(a, t, sh);
+            return;
+        }
+
+        int parity = 0;
+        if (a.mode == kSlabWalk) {
+            // a strip at a time, its pieces in order; the column carries wait in shared memory
+            for (int64_t strip = q.take(sh.slot, parity); strip < q.units; strip = q.take(sh.slot, parity)) {
+                for (int c = threadIdx.x; c < a.width; c += T::THREADS) sh.carry[c] = Op::identity();
+                for (int64_t piece = 0; piece < a.pieces; piece++) {
+                    const SlabTile t = T::tile_of(a, strip, piece);
+                    T::load_tile(a, t, sh);
+                    __syncthreads();
+                    scan_staged_tile<S>(a, t, sh, [&](const typename T::Walk &w, const AccT (&total)[NC], AccT (&carry)[NC]) {
+#pragma unroll
+                        for (int j = 0; j < NC; j++) carry[j] = j < w.ncols ? sh.carry[w.c[j]] : Op::identity();
+                        __syncthreads();   // every thread has read the carries before the owners move them on
+                        if (w.owner)
+#pragma unroll
+                            for (int j = 0; j < NC; j++)
+                                if (j < w.ncols) sh.carry[w.c[j]] = op(carry[j], total[j]);
+                    });
+                    __syncthreads();
+                    T::store_tile(a, t, sh);
+                    __syncthreads();   // the stage and carries are reused by the next piece
+                }
+            }
+            q.finish();
+            return;
+        }
+
+        // look-back: one piece per unit, taken in order
+        for (int64_t unit = q.take(sh.slot, parity); unit < q.units; unit = q.take(sh.slot, parity)) {
+            const SlabTile t = T::tile_of(a, unit);
+            T::load_tile(a, t, sh);
+            __syncthreads();
+            scan_staged_tile<S>(a, t, sh, [&](const typename T::Walk &w, const AccT (&total)[NC], AccT (&carry)[NC]) {
+                strip_lookback<NC, Op>(st, unit, a.strips, t.piece == 0, w.owner, w.c, w.ncols, total, carry,
+                                       &sh.distance);
+            });
+            __syncthreads();
+            T::store_tile(a, t, sh);
+            __syncthreads();
+        }
+        q.finish();
+    }
+}
+
+}  // namespace cuscan

@@ -1,0 +1,69 @@
+// tuning.cuh - every tuning knob of the scan kernels, per GPU architecture, apart from the
+// algorithms (as CUB's tuning_scan.cuh). Kernels take a policy as a template parameter; the host
+// picks the policy of the running GPU (with_tuning) and compiles each kernel body only in the
+// compilation pass of the architectures its policy serves. A new GPU means a new policy here.
+// Why each value is what it is: bench/NOTES.md, by the names used here.
+#pragma once
+#include <cstdint>
+#include "internal.h"
+
+namespace cuscan {
+
+// Ampere and anything older or unknown: the Hopper values, untuned.
+struct TuningSm80 {
+    static constexpr int kMinArch = 0, kMaxArch = 900;   // __CUDA_ARCH__ range served
+
+    // rows: a block of kRowWarps warps scans a tile of kRowBytes input bytes a thread
+    static constexpr int kRowWarps = 8;
+    static constexpr int kRowBytes = 128;
+    static constexpr int kRowBlocksPerSm = 3;          // launch bound of the one-tile kernels
+    static constexpr int kPieceScale = 4;              // line pieces hold this many tiles' bytes
+    static constexpr int kMaskedLineDivisor = 2;       // masked whole-lines tiles are this much smaller
+    static constexpr int kMaskedPieceDivisor = 4;      // masked line pieces are this much smaller
+    static constexpr int kSegmentedMinTilesPerSm = 2;  // short packed lines share tiles only above this
+    static constexpr int kWholeLinesMinLinesPerSm = 4; // a block walks whole lines above this
+
+    // columns: units of (kColWarps / WC) x rows-per-warp rows by 32 * WC * CV columns
+    static constexpr int kColWarps = 8;
+    static constexpr int kColMaxRows = 32;             // rows a thread holds
+    static constexpr int kColWalkMaxRounds = 3;        // strips walk when fewer rounds than this
+
+    // slabs: a tile of kSlabStageBytes (in the output type) staged in shared memory
+    static constexpr int kSlabThreads = 256;
+    static constexpr int kSlabStageBytes = 32 * 1024;
+    static constexpr int kSlabBlocksPerSm = 4;
+    static constexpr int kSlabMaxWidth = 512;          // columns of a tile whose slab pieces join up
+    static constexpr int kSlabWalkMinStripsPerSm = 8;  // pieces walk their strip above this, else look back
+
+    // which family a flat scan takes (scan_launch.cuh): wide inner dims with long lines go to the
+    // column family, packed rows of a vector-friendly length to the row family, the rest to slabs
+    static constexpr int kColumnsMinInnerBytes = 2048;
+    static constexpr int kColumnsMinLen = 64;
+};
+
+// Hopper (H100, H200): the values measured there.
+struct TuningSm90 : TuningSm80 {
+    static constexpr int kMinArch = 900, kMaxArch = 100000;
+};
+
+// Calls f(Policy{}) with the policy of the running GPU.
+template <typename F>
+inline cs_status with_tuning(int compute_capability, F &&f)
+{
+    if (compute_capability >= 90) return f(TuningSm90{});
+    return f(TuningSm80{});
+}
+
+// True in the device compilation pass whose architecture the policy serves (and on the host), so
+// that a kernel instantiated for another GPU's policy compiles to an empty body.
+template <typename P>
+__host__ __device__ constexpr bool policy_active()
+{
+#if defined(__CUDA_ARCH__)
+    return __CUDA_ARCH__ >= P::kMinArch && __CUDA_ARCH__ < P::kMaxArch;
+#else
+    return true;
+#endif
+}
+
+}  // namespace cuscan

@@ -1,0 +1,150 @@
+-- Every kernel family and mode of the CUDA planner, forced on small shapes it can handle (GPU host
+-- only; pending with the reason elsewhere): the plan names the family that ran, and its results
+-- agree with the CPU (integers exactly, float32 within 1 ulp: both round a float64 prefix once),
+-- into a poisoned out, in place, from misaligned views, and bit for bit from run to run.
+local H = require("spec.helpers")
+local cs = require("cuscan")
+require("cuscan.assertions")
+
+-- {outer, len, inner} shapes scanned along dim 2, per family/mode: odd and prime lengths, len 1
+-- and 2, inner 1..2000 (wide rows in column blocks), slabs longer than a tile.
+local SHAPES = {
+  ["slabs/whole"] = { { 5, 3, 7 }, { 1000, 2, 3 }, { 64, 999, 1 }, { 3, 1, 5 }, { 7, 5, 2000 }, { 33, 4, 128 },
+                      { 2, 7, 1 }, { 1, 13, 1 }, { 300, 17, 2 } },
+  ["slabs/walk"] = { { 3, 5000, 3 }, { 2, 20000, 1 }, { 4, 700, 600 }, { 5, 300, 64 }, { 3, 9001, 2 } },
+  ["slabs/lookback"] = { { 3, 5000, 3 }, { 2, 20000, 1 }, { 4, 700, 600 }, { 1, 300, 64 }, { 1, 40000, 5 } },
+  ["rows/segmented"] = { { 1000, 8, 1 }, { 301, 12, 1 } },
+  ["rows/single"] = { { 50, 3000, 1 }, { 7, 12, 1 } },
+  ["rows/lines"] = { { 40, 20000, 1 }, { 9, 5003, 1 } },
+  ["rows/pieces"] = { { 2, 50000, 1 }, { 1, 100003, 1 } },
+  ["columns/lookback"] = { { 3, 500, 70 }, { 2, 3000, 1000 } },
+  ["columns/walk"] = { { 3, 500, 70 }, { 2, 3000, 1000 } },
+}
+local ORDER = { "slabs/whole", "slabs/walk", "slabs/lookback", "rows/segmented", "rows/single", "rows/lines",
+                "rows/pieces", "columns/lookback", "columns/walk" }
+
+local PAIRS = { { "float32", "float32" }, { "float64", "float64" }, { "float32", "float64" }, { "int32", "int64" },
+                { "int64", "int64" }, { "bool", "int32" } }
+
+local function input(shape, dtype, op, seed, dev)
+  local base = cs.rand(shape, { seed = seed, dtype = "float64", device = dev })
+  if dtype == "bool" then return base:lt(0.5) end
+  if dtype == "int32" or dtype == "int64" then
+    return op == "cumprod" and ((base * 3):to(dtype) - 1) or (base * 2000 - 1000):to(dtype)
+  end
+  if op == "cumprod" then return (base * 0.02 + 0.99):to(dtype) end
+  return (base * 2 - 1):to(dtype)
+end
+
+-- CUDA's result against the CPU's for the same values; float32 within 1 ulp.
+local function check(want, got, odtype, op, len)
+  assert.equal(want.dtype, got.dtype)
+  if odtype == "int32" or odtype == "int64" then
+    assert.tensor_equal(want, got)
+  elseif odtype == "float32" then
+    assert.tensor_near(want, got, 2 ^ -23, 1e-12 * len)
+  else
+    local rtol, atol = H.tol(odtype, op == "cumprod" and "prod" or "sum", len)
+    assert.tensor_near(want, got, rtol, atol)
+  end
+end
+
+describe("kernel families #cuda", function()
+  local it = H.cuda_it()
+  after_each(function() if cs.cuda_available() then cs.force_family(nil) end end)
+
+  for _, family in ipairs(ORDER) do
+    it(family .. ": forced, it runs and agrees with the CPU", function()
+      local rng = H.rng(H.seed_for("families " .. family))
+      cs.force_family(family)
+      for si, shape in ipairs(SHAPES[family]) do
+        for k = 1, 6 do
+          local pair = PAIRS[(si + k) % #PAIRS + 1]
+          local op = (pair[1] == "bool" or rng:bool(0.6)) and "cumsum" or "cumprod"
+          local opts = { reverse = rng:bool(), exclusive = rng:bool(0.3), dtype = pair[2] }
+          local masked = rng:bool(0.4)
+          local seed = rng:int(1, 1e9)
+          local case = ("%s %s %s -> %s %s%s%s%s"):format(family, table.concat(shape, "x"), pair[1], pair[2], op,
+            opts.reverse and " reverse" or "", opts.exclusive and " exclusive" or "", masked and " masked" or "")
+          H.replay(seed, case, function()
+            local x = input(shape, pair[1], op, seed, "cpu")
+            local m = masked and cs.rand(shape, { seed = seed + 1, device = "cpu" }):lt(0.6) or nil
+            local o_cpu = { reverse = opts.reverse, exclusive = opts.exclusive, dtype = opts.dtype, mask = m }
+            local want = cs[op](x, 2, o_cpu)
+            local xd = x:cuda()
+            local out = cs.full(shape, H.poison(pair[2]), { dtype = pair[2], device = "cuda" })
+            local o_gpu = { reverse = opts.reverse, exclusive = opts.exclusive, dtype = opts.dtype,
+                            mask = m and m:cuda(), out = out }
+            local plan = cs.explain(xd, 2, { op = op, reverse = opts.reverse, exclusive = opts.exclusive,
+                                             dtype = opts.dtype, mask = o_gpu.mask, out = out })
+            assert.equal("cuda " .. family .. ":", plan:sub(1, #family + 6), plan)
+            local got = cs[op](xd, 2, o_gpu)
+            check(want, got, pair[2], op, shape[2])
+            -- bit for bit again
+            local again = cs[op](xd, 2, { reverse = opts.reverse, exclusive = opts.exclusive, dtype = opts.dtype,
+                                          mask = o_gpu.mask })
+            assert.is_true(H.bits(got) == H.bits(again), "a second run gave other bits")
+          end)
+        end
+      end
+    end)
+  end
+
+  it("slabs: in place, and from views whose base is not 16-byte aligned", function()
+    for _, shape in ipairs({ { 9, 7, 3 }, { 4, 3001, 5 }, { 5, 33, 600 } }) do
+      for _, mode in ipairs({ "slabs/whole", "slabs/walk", "slabs/lookback" }) do
+        cs.force_family(mode)
+        local seed = H.seed_for("slab views " .. mode .. table.concat(shape, "x"))
+        H.replay(seed, mode .. " " .. table.concat(shape, "x"), function()
+          -- one more slab in front: the view starts len * inner elements into the storage
+          local big = input({ shape[1] + 1, shape[2], shape[3] }, "float32", "cumsum", seed, "cpu")
+          local x = big:narrow(1, 2, shape[1])
+          local m = cs.rand({ shape[1] + 1, shape[2], shape[3] }, { seed = seed + 1, device = "cpu" }):lt(0.5):narrow(1, 2, shape[1])
+          local want = x:cumsum(2, { mask = m, reverse = true })
+          local xd, md = big:cuda():narrow(1, 2, shape[1]), m:contiguous():cuda()
+          check(want, xd:cumsum(2, { mask = md, reverse = true }), "float32", "cumsum", shape[2])
+          local inplace = xd:clone()
+          inplace:cumsum(2, { out = inplace })
+          check(x:cumsum(2), inplace, "float32", "cumsum", shape[2])
+        end)
+      end
+    end
+  end)
+
+  it("a forced family that cannot take a call leaves it to the planner, with the same results", function()
+    local x = cs.rand({ 40, 30, 20 }, { seed = 7, device = "cpu" })
+    local view = x:narrow(3, 2, 15)   -- rows of 15 at a stride of 20: not one dense layout
+    cs.force_family("slabs")
+    local plan = cs.explain(view:cuda(), 2)
+    assert.is_nil(plan:match("^cuda slabs"), plan)
+    check(view:cumsum(2), x:cuda():narrow(3, 2, 15):cumsum(2), "float32", "cumsum", 30)
+  end)
+
+  it("explain names the family the planner picks for the shape space's corners", function()
+    local function family(shape, dim)
+      return cs.explain(cs.zeros(shape, { device = "cuda" }), dim):match("^cuda ([%w]+)/")
+    end
+    assert.equal("slabs", family({ 2 ^ 20, 2, 2 }, 2))
+    assert.equal("slabs", family({ 12345, 999 }, 2))
+    assert.equal("slabs", family({ 3, 333333, 7 }, 2))
+    assert.equal("rows", family({ 4096, 4096 }, 2))
+    assert.equal("columns", family({ 4096, 4096 }, 1))
+  end)
+
+end)
+
+describe("kernel families", function()
+  it("force_family refuses names it does not know, and explain describes a scan without running it", function()
+    assert.error_matches(function() cs.force_family("slab") end, "unknown kernel family 'slab'")
+    assert.error_matches(function() cs.force_family(3) end, "force_family: name: expected")
+    cs.force_family("slabs/walk")
+    cs.force_family(nil)
+    local x = cs.rand({ 4, 6 }, { device = "cpu" })
+    local y = cs.full({ 4, 6 }, 5, { device = "cpu" })
+    assert.matches("^cpu rows: 4 lines of 6", cs.explain(x, 2))
+    assert.matches("^cpu columns: 6 lines of 4, masked, reverse", cs.explain(x, 1, { reverse = true, mask = x:gt(0.5), op = "cumprod" }))
+    assert.tensor_equal(cs.full({ 4, 6 }, 5, { device = "cpu" }), y)
+    assert.error_matches(function() cs.explain(x, 3) end, "explain: dim: 3 is out of range")
+    assert.error_matches(function() cs.explain(x, 1, { op = "cummax" }) end, "explain: op: expected")
+  end)
+end)
