@@ -1,5 +1,7 @@
 -- Loading the module: the library beside the module or from $CUSCAN_LIB, an installed layout,
 -- CUSCAN_DEVICE, the version. Run in child processes so the environment can vary.
+-- (before anything here requires it: .busted's helper loaded it once for the whole run)
+local loaded_before_this_file = package.loaded["cuscan"]
 local H = require("spec.helpers")
 local cs = require("cuscan")
 
@@ -8,6 +10,11 @@ local LUA_PATH = ("%s/lua/?.lua;%s/lua/?/init.lua;%s"):format(root, root, packag
 local q, run = H.quote, H.run_lua
 
 describe("the module", function()
+  it("is loaded once for a whole busted run, before busted insulates each spec file", function()
+    assert.is_table(loaded_before_this_file)
+    assert.is_true(rawequal(loaded_before_this_file, cs))
+  end)
+
   it("reports a version string from the library", function()
     assert.matches("^%d+%.%d+%.%d+", cs.version)
     local C = require("cuscan.core").C

@@ -13,8 +13,6 @@
 --
 -- All three work negated (assert.is_not.tensor_near(...)). The comparison itself runs in the C
 -- core on the tensors' device; only a failure reads values back to describe it.
-local registry = debug.getregistry()
-if registry["cuscan.assertions"] then return registry["cuscan.assertions"] end
 local say = require("say")
 local luassert = require("luassert")
 local core = require("cuscan.core")
@@ -243,5 +241,4 @@ local instance = {
   default_tolerance = DEFAULT_TOL,
   cs = cs,
 }
-registry["cuscan.assertions"] = instance
 return instance

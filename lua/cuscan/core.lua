@@ -1,10 +1,6 @@
 -- cuscan.core: what every part of the module shares: the C library, errors raised at the caller's
 -- line, dtype and device names, argument checks, tensor allocation with device-memory tracking
 -- and the garbage-collector pressure that goes with it.
--- One instance per process: busted runs each spec file with a fresh package.loaded, but the
--- FFI declarations, metatypes and the loaded library behind this module are process-wide.
-local registry = debug.getregistry()
-if registry["cuscan.core"] then return registry["cuscan.core"] end
 local ffi = require("ffi")
 local lib = require("cuscan.ffi")
 
@@ -482,5 +478,4 @@ end
 -- The methods table of the tensor metatype; the parts of the module fill it in.
 core.methods = {}
 
-registry["cuscan.core"] = core
 return core

@@ -1,8 +1,6 @@
 -- cuscan.data: moving values between Lua and tensors: building a tensor from a nested table,
 -- totable(), item(), and the CPU staging that CUDA tensors go through. CPU tensors are read and
 -- written in place through their host pointer, offset and strides.
-local registry = debug.getregistry()
-if registry["cuscan.data"] then return registry["cuscan.data"] end
 local ffi = require("ffi")
 local core = require("cuscan.core")
 core.own_file()
@@ -311,5 +309,4 @@ function data.from_table(value, dtype, dev, fname)
   return d
 end
 
-registry["cuscan.data"] = data
 return data

@@ -10,8 +10,6 @@
 --   cuscan/libcuscan.so on package.cpath          (wherever LuaRocks' C module directory is)
 -- The declarations come from cuscan.cdef beside the library that was loaded (the build writes it
 -- from src/cuscan.h with the preprocessor lines removed), so they always match that library.
-local registry = debug.getregistry()
-if registry["cuscan.ffi"] then return registry["cuscan.ffi"] end
 local ffi = require("ffi")
 
 local function module_dir()
@@ -97,5 +95,4 @@ local instance = {
   lib_path = lib_path,
   cdef_path = cdef_path,
 }
-registry["cuscan.ffi"] = instance
 return instance

@@ -2,8 +2,6 @@
 -- "[cuscan float32 tensor 2x3, cuda]". Tensors of more than 1000 elements are summarised like
 -- numpy does: along every dim longer than 6 only the first and last 3 entries are shown, with
 -- "..." between. Only those corners are read (and, for CUDA tensors, moved to the host).
-local registry = debug.getregistry()
-if registry["cuscan.format"] then return registry["cuscan.format"] end
 local ffi = require("ffi")
 local core = require("cuscan.core")
 core.own_file()
@@ -154,5 +152,4 @@ function fmt.tostring(x)
   return fmt.values(x) .. "\n" .. fmt.header(x)
 end
 
-registry["cuscan.format"] = fmt
 return fmt

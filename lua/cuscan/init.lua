@@ -6,8 +6,6 @@
 -- cuscan.views (queries, views, copies), cuscan.data (totable, item), cuscan.scan (cumsum,
 -- cumprod), cuscan.ops (arithmetic, comparisons, reductions, cat, fill, copy) and cuscan.format
 -- (printing); cuscan.core has what they share.
-local registry = debug.getregistry()
-if registry["cuscan"] then return registry["cuscan"] end
 local ffi = require("ffi")
 local bit = require("bit")
 local core = require("cuscan.core")
@@ -237,5 +235,4 @@ function cs.memory_trim(device)
   if C.cs_memory_trim(dev) ~= 0 then core.fail("memory_trim") end
 end
 
-registry["cuscan"] = cs
 return cs

@@ -1,8 +1,6 @@
 -- cuscan.ops: the experiment toolkit: arithmetic operators and comparisons with numpy broadcasting
 -- and torch's type promotion, unary math, reductions, cat, fill, copy, and result checking
 -- (allclose, max_abs_diff). Broadcast operands are stride-0 views made in Lua; C sees one shape.
-local registry = debug.getregistry()
-if registry["cuscan.ops"] then return registry["cuscan.ops"] end
 local ffi = require("ffi")
 local core = require("cuscan.core")
 core.own_file()
@@ -452,5 +450,4 @@ function ops.max_abs_diff(a, b)
   return m
 end
 
-registry["cuscan.ops"] = ops
 return ops

@@ -1,7 +1,5 @@
 -- cuscan.views: queries, views that share storage (transpose, narrow, select, reshape) and copies
 -- (contiguous, clone, to, cpu, cuda).
-local registry = debug.getregistry()
-if registry["cuscan.views"] then return registry["cuscan.views"] end
 local core = require("cuscan.core")
 core.own_file()
 
@@ -276,5 +274,4 @@ function M.is_freed(x)
   return C.cs_tensor_is_released(x.h) ~= 0
 end
 
-registry["cuscan.views"] = M
 return M
