@@ -216,20 +216,22 @@ local function check_tensor(v, fname, argname)
 end
 core.check_tensor = check_tensor
 
+-- How the module reads a handle's dtype, device, number of dims and element count from C (as Lua
+-- numbers); nothing else calls those C functions directly.
 function core.dtype_of(t) return tonumber(C.cs_tensor_dtype(t)) end
 function core.device_of(t) return tonumber(C.cs_tensor_device(t)) end
 function core.ndim_of(t) return C.cs_tensor_ndim(t) end
 function core.numel_of(t) return tonumber(C.cs_tensor_numel(t)) end
 
 function core.shape_of(t)
-  local n = C.cs_tensor_ndim(t)
+  local n = core.ndim_of(t)
   local s = {}
   for d = 1, n do s[d] = tonumber(C.cs_tensor_size(t, d - 1)) end
   return s
 end
 
 function core.strides_of(t)
-  local n = C.cs_tensor_ndim(t)
+  local n = core.ndim_of(t)
   local s = {}
   for d = 1, n do s[d] = tonumber(C.cs_tensor_stride(t, d - 1)) end
   return s
@@ -241,8 +243,8 @@ function core.shape_str(shape)
 end
 
 function core.same_shape(a, b)
-  local n = C.cs_tensor_ndim(a)
-  if n ~= C.cs_tensor_ndim(b) then return false end
+  local n = core.ndim_of(a)
+  if n ~= core.ndim_of(b) then return false end
   for d = 0, n - 1 do
     if C.cs_tensor_size(a, d) ~= C.cs_tensor_size(b, d) then return false end
   end
@@ -398,7 +400,7 @@ end
 
 local function adopt(dev, dtype)
   local t = take()
-  note_alloc(dev, tonumber(C.cs_tensor_numel(t.h)) * DTYPE_SIZE[dtype])
+  note_alloc(dev, core.numel_of(t.h) * DTYPE_SIZE[dtype])
   return t
 end
 

@@ -22,8 +22,8 @@ local mt = core.tensor_mt
 mt.__index = function(x, k)
   local m = M[k]
   if m ~= nil then return m end
-  if k == "dtype" then return DTYPE_NAME[tonumber(C.cs_tensor_dtype(x.h))] end
-  if k == "device" then return DEVICE_NAME[tonumber(C.cs_tensor_device(x.h))] end
+  if k == "dtype" then return DTYPE_NAME[core.dtype_of(x.h)] end
+  if k == "device" then return DEVICE_NAME[core.device_of(x.h)] end
   return nil
 end
 mt.__newindex = function(_, k)
