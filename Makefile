@@ -4,6 +4,7 @@
 #   make demo       the three seed problems, verified and timed
 #   make bench      the performance table (CSV=path also writes CSV); make bench-plot draws it
 #   make repl       the interactive REPL (bin/cuscan)
+#   make readme     README.md's API reference section, rewritten from lua/cuscan/help.lua
 #   make install PREFIX=/usr/local / make uninstall
 #   make asan       the C core and the CPU specs under AddressSanitizer and UBSan
 #   make sanitize   the specs under compute-sanitizer memcheck and racecheck (GPU host)
@@ -57,7 +58,7 @@ LIB  = $(BUILD)/libcuscan.so
 CDEF = $(BUILD)/cuscan.cdef
 
 .DELETE_ON_ERROR:
-.PHONY: all test demo bench bench-plot repl install uninstall asan sanitize clean tools
+.PHONY: all test demo bench bench-plot repl readme install uninstall asan sanitize clean tools
 all: $(LIB) $(CDEF)
 ifeq ($(CUDA),1)
 	@true
@@ -116,6 +117,10 @@ bench-plot: all tools
 
 repl: all tools
 	@bin/cuscan
+
+README_MD ?= README.md
+readme: tools
+	@$(LUA_ENV) luajit -e 'require("cuscan.help").write_readme("$(README_MD)")'
 
 install: all
 	install -d $(DESTDIR)$(LIBDIR)/cuscan $(DESTDIR)$(LUADIR)/cuscan $(DESTDIR)$(BINDIR)
