@@ -1,5 +1,6 @@
 -- bin/cuscan: scripts with `arg`, -e chunks, --version, the REPL (from a pipe and in a terminal),
--- help for every public function, timeit, rlwrap, symlinks and other working directories.
+-- help for every public function, timeit, readline or rlwrap, symlinks and other working
+-- directories. (spec/repl_spec.lua has completion, exit and quit, ?name, in a terminal through tmux.)
 -- Everything runs the launcher in a child process and looks at what it prints.
 local cs = require("cuscan")
 
@@ -320,30 +321,55 @@ describe("the REPL in a terminal", function()
     return out:gsub("\r", ""), err, status
   end
 
-  it("prompts, says once that rlwrap is missing, and evaluates lines #nosanitize", function()
+  -- the terminal's output without the escape sequences readline sends (bracketed paste)
+  local function plain(out) return (out:gsub("\27%[[%d;?]*%a", "")) end
+
+  it("prompts and evaluates lines with readline, without rlwrap #nosanitize", function()
     if not has_script then pending("util-linux `script` is not installed") return end
-    local out = in_terminal({ CUSCAN_RLWRAP = "/nonexistent/rlwrap" }, { "=1 + 1", "os.exit()" })
+    local le = require("cuscan.lineedit")
+    if not le.load_readline() then pending("libreadline is not installed (Debian's libreadline8)") return end
+    local home = tmpdir()
+    local out = plain(in_terminal({ CUSCAN_RLWRAP = "/nonexistent/rlwrap", HOME = home }, { "=1 + 1", "os.exit()" }))
+    os.execute("rm -rf " .. q(home))
     assert.matches("^cuscan " .. cs.version:gsub("%p", "%%%0") .. " %(LuaJIT", out)
-    local _, notes = out:gsub("rlwrap is not installed", "")
+    assert.not_matches("rlwrap", out, 1, true)
+    assert.not_matches("no line editing", out, 1, true)
+    assert.matches("\n> =1 %+ 1\n2\n> ", out)
+  end)
+
+  it("without readline or rlwrap, prompts, says once that neither is installed, and evaluates lines #nosanitize", function()
+    if not has_script then pending("util-linux `script` is not installed") return end
+    local out = in_terminal({ CUSCAN_RLWRAP = "/nonexistent/rlwrap", CUSCAN_NO_READLINE = "1" }, { "=1 + 1", "os.exit()" })
+    assert.matches("^cuscan " .. cs.version:gsub("%p", "%%%0") .. " %(LuaJIT", out)
+    local _, notes = out:gsub("neither libreadline nor rlwrap is installed", "")
     assert.equal(1, notes)
     assert.matches("\n> =1 %+ 1\n2\n> ", out)
   end)
 
-  it("runs under rlwrap when it is installed #nosanitize", function()
+  it("without readline, runs under rlwrap with the completion words when rlwrap is installed #nosanitize", function()
     if not has_script then pending("util-linux `script` is not installed") return end
     local dir = tmpdir()
     local fake = dir .. "/rlwrap"
     local f = io.open(fake, "w")
-    -- a stand-in that records how it was called and runs the command after its options
+    -- a stand-in that records how it was called and its word list, and runs the command after its
+    -- options
     f:write("#!/bin/sh\necho \"rlwrap called with: $*\"\nwhile [ $# -gt 0 ] && [ \"${1#-}\" != \"$1\" ]; do\n" ..
-            "  case $1 in -C) shift ;; esac; shift\ndone\nexec \"$@\"\n")
+            "  case $1 in -f) cp \"$2\" " .. q(dir .. "/words") .. "; shift ;; -C|-b) shift ;; esac; shift\n" ..
+            "done\nexec \"$@\"\n")
     f:close()
     os.execute("chmod +x " .. q(fake))
-    local out = in_terminal({ CUSCAN_RLWRAP = fake }, { "=2 + 2", "os.exit()" })
+    local out = in_terminal({ CUSCAN_RLWRAP = fake, CUSCAN_NO_READLINE = "1" }, { "=2 + 2", "os.exit()" })
+    local words = slurp(dir .. "/words")
+    local list_file = out:match("%-f (%S+) ")
     os.execute("rm -rf " .. q(dir))
-    assert.matches("rlwrap called with: %-C cuscan luajit " .. CUSCAN:gsub("%p", "%%%0"), out)
-    assert.not_matches("rlwrap is not installed", out, 1, true)
+    assert.matches("rlwrap called with: %-C cuscan %-b %S+ %-f %S+ luajit " .. CUSCAN:gsub("%p", "%%%0"), out)
+    assert.not_matches("no line editing", out, 1, true)
     assert.matches("\n> =2 %+ 2\n4\n", out)
+    for _, w in ipairs({ "cumsum", "cumprod", "masked_cumsum", "narrow", "rand", "reverse", "exclusive", "timeit",
+                         "help", "exit", "quit", "dtype", "device" }) do
+      assert.matches("\n" .. w .. "\n", "\n" .. words, 1, true)
+    end
+    assert.is_nil(io.open(list_file, "r"), "the REPL removes the word list once rlwrap has read it")
   end)
 
   it("uses neither rlwrap nor prompts when reading a pipe", function()
