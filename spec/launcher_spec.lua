@@ -11,31 +11,7 @@ local DEV = cs.default_device()
 
 local function slurp(path) return shell.slurp(path) or "" end
 
--- Runs a shell command; returns stdout, stderr and the exit status. opts: stdin (text), cwd, env.
-local function run(cmd, opts)
-  opts = opts or {}
-  local base = os.tmpname()
-  local parts = {}
-  if opts.cwd then parts[#parts + 1] = "cd " .. q(opts.cwd) .. " &&" end
-  for k, v in pairs(opts.env or {}) do
-    if v == false then parts[#parts + 1] = "unset " .. k .. ";" else parts[#parts + 1] = "export " .. k .. "=" .. q(v) .. ";" end
-  end
-  parts[#parts + 1] = cmd
-  local stdin = "/dev/null"
-  if opts.stdin then
-    stdin = base .. ".in"
-    local f = io.open(stdin, "wb")
-    f:write(opts.stdin)
-    f:close()
-  end
-  local p = io.popen(("(%s) <%s >%s 2>%s; echo $?"):format(table.concat(parts, " "), q(stdin), q(base .. ".out"),
-                                                           q(base .. ".err")))
-  local status = tonumber(p:read("*a"):match("(%d+)%s*$"))
-  p:close()
-  local out, err = slurp(base .. ".out"), slurp(base .. ".err")
-  os.remove(base); os.remove(base .. ".out"); os.remove(base .. ".err"); os.remove(base .. ".in")
-  return out, err, status
-end
+local run = shell.run
 
 local function have(cmd)
   local _, _, status = run("command -v " .. cmd)

@@ -144,6 +144,7 @@ function le.complete(line)
     end
     return sorted_matching(set, word, "")
   end
+  if before:match("[.:]$") then return {} end   -- a member of an expression: it is not evaluated
   if not word:find("[.:]") then
     local fname = opts_call(before)
     local opts = fname and help.options(fname:match("[%a_][%w_]*$"))
