@@ -50,7 +50,7 @@ end
 
 -- The value a chain of names such as cs or a.b names, starting from the globals; nil when any
 -- step fails. Only indexing, never a call, so completing cannot run the user's code.
-local function resolve(chain)
+function le.resolve(chain)
   local v = _G
   for name in chain:gmatch("[^.]+") do
     if type(v) ~= "table" and not is_tensor(v) then return nil end
@@ -162,7 +162,7 @@ function le.complete(line)
   end
   local chain, sep, partial = word:match("^(.-)([.:])([%w_]*)$")
   if chain:find(":") then return {} end
-  local v = resolve(chain)
+  local v = le.resolve(chain)
   if v == nil then return {} end
   return sorted_matching(members(v, sep), partial, chain .. sep)
 end

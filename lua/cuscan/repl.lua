@@ -200,17 +200,12 @@ local function show_results(n, ...)
   stdout:write(concat(parts, "\t"), "\n")
 end
 
--- ?topic: help for a name help knows, else for the value a global name chain holds.
+-- ?topic: help for a name help knows, else for the value a global name chain holds (?x, ?cs).
 local function question(topic)
   if topic == "" then return help() end
-  if not help.find(topic) and topic:match("^[%a_][%w_]*[%w_.:]*$") then
-    local v = _G
-    for name in topic:gsub(":", "."):gmatch("[^.]+") do
-      local ok, nv = pcall(function() return v[name] end)
-      v = ok and nv or nil
-      if v == nil then break end
-    end
-    if v ~= nil and v ~= _G and (type(v) ~= "string" and type(v) ~= "number") then return help(v) end
+  if not help.find(topic) and topic:match("^[%a_][%w_.:]*$") then
+    local v = lineedit.resolve((topic:gsub(":", ".")))
+    if v ~= nil and type(v) ~= "string" and type(v) ~= "number" then return help(v) end
   end
   help(topic)
 end
@@ -226,17 +221,15 @@ function repl.choose_line_editor(relaunch)
   if not (lineedit.isatty(0) and lineedit.isatty(1)) then return end
   if os.getenv("CUSCAN_UNDER_RLWRAP") then editor = "rlwrap" return end
   if lineedit.load_readline() then editor = "readline" return end
-  editor = "missing"
-  local rlwrap = os.getenv("CUSCAN_RLWRAP") or "rlwrap"
   if (os.getenv("CUSCAN_NO_RLWRAP") or "") ~= "" then editor = "off" return end
   local p = io.popen("stty size 2>/dev/null")
   local cols = tonumber((p:read("*a") or ""):match("%d+%s+(%d+)")) or 0
   p:close()
   if cols <= 0 then editor = "off" return end   -- rlwrap cannot run in a terminal without a width
+  local rlwrap = os.getenv("CUSCAN_RLWRAP") or "rlwrap"
   local found = os.execute("command -v '" .. rlwrap:gsub("'", "'\\''") .. "' >/dev/null 2>&1")
-  if found == 0 or found == true then
-    lineedit.exec_rlwrap(rlwrap, relaunch)
-  end
+  if found == 0 or found == true then lineedit.exec_rlwrap(rlwrap, relaunch) end
+  editor = "missing"
 end
 
 local function read_plain(prompt)
@@ -250,12 +243,14 @@ end
 -- Runs the REPL until the end of input, exit or quit. In a pipe, exits 1 when a line failed.
 function repl.run()
   repl.set_globals()
-  local tty = lineedit.isatty(0) and lineedit.isatty(1)
+  local tty = lineedit.isatty(0)   -- prompts; line editing also needs stdout to be the terminal
   local words = os.getenv("CUSCAN_RLWRAP_WORDS")
   if words then os.remove(words) end   -- rlwrap has read its word list
-  if tty and editor == nil then editor = lineedit.load_readline() and "readline" or "missing" end
+  if editor == nil and tty and lineedit.isatty(1) then
+    editor = lineedit.load_readline() and "readline" or "missing"
+  end
   local read = read_plain
-  if tty and editor == "readline" then
+  if editor == "readline" then
     lineedit.start()
     read = lineedit.read
   end
