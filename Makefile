@@ -7,6 +7,7 @@
 #   make bench      the performance table (CSV=path also writes CSV; GRID=1 adds the shape grid);
 #                   make bench-plot draws the size sweep and the grid's heat maps
 #   make repl       the interactive REPL (bin/cuscan)
+#   make readme     README.md's API reference section, rewritten from lua/cuscan/help.lua
 #   make install PREFIX=/usr/local / make uninstall
 #   make asan       the C core and the CPU specs under AddressSanitizer and UBSan
 #   make sanitize   the specs under compute-sanitizer memcheck and racecheck (GPU host)
@@ -83,7 +84,7 @@ HDRS = $(wildcard src/*.h)
 CUH  = $(wildcard kernels/*.cuh)
 
 .DELETE_ON_ERROR:
-.PHONY: all announce test demo bench bench-plot repl install uninstall asan sanitize clean tools run-specs
+.PHONY: all announce test demo bench bench-plot repl readme install uninstall asan sanitize clean tools run-specs
 all: announce $(LIB) $(CDEF)
 
 announce:
@@ -162,6 +163,10 @@ bench-plot: all tools
 
 repl: all tools
 	@bin/cuscan
+
+README_MD ?= README.md
+readme: tools
+	@$(LUA_ENV) luajit -e 'require("cuscan.help").write_readme("$(README_MD)")'
 
 install: all
 	install -d $(DESTDIR)$(LIBDIR)/cuscan $(DESTDIR)$(LUADIR)/cuscan $(DESTDIR)$(BINDIR)

@@ -1,5 +1,6 @@
 -- bin/cuscan: scripts with `arg`, -e chunks, --version, the REPL (from a pipe and in a terminal),
--- help for every public function, timeit, rlwrap, symlinks and other working directories.
+-- help for every public function, timeit, readline or rlwrap, symlinks and other working
+-- directories. (spec/repl_spec.lua has completion, exit and quit, ?name, in a terminal through tmux.)
 -- Everything runs the launcher in a child process and looks at what it prints.
 local cs = require("cuscan")
 
@@ -10,31 +11,7 @@ local DEV = cs.default_device()
 
 local function slurp(path) return shell.slurp(path) or "" end
 
--- Runs a shell command; returns stdout, stderr and the exit status. opts: stdin (text), cwd, env.
-local function run(cmd, opts)
-  opts = opts or {}
-  local base = os.tmpname()
-  local parts = {}
-  if opts.cwd then parts[#parts + 1] = "cd " .. q(opts.cwd) .. " &&" end
-  for k, v in pairs(opts.env or {}) do
-    if v == false then parts[#parts + 1] = "unset " .. k .. ";" else parts[#parts + 1] = "export " .. k .. "=" .. q(v) .. ";" end
-  end
-  parts[#parts + 1] = cmd
-  local stdin = "/dev/null"
-  if opts.stdin then
-    stdin = base .. ".in"
-    local f = io.open(stdin, "wb")
-    f:write(opts.stdin)
-    f:close()
-  end
-  local p = io.popen(("(%s) <%s >%s 2>%s; echo $?"):format(table.concat(parts, " "), q(stdin), q(base .. ".out"),
-                                                           q(base .. ".err")))
-  local status = tonumber(p:read("*a"):match("(%d+)%s*$"))
-  p:close()
-  local out, err = slurp(base .. ".out"), slurp(base .. ".err")
-  os.remove(base); os.remove(base .. ".out"); os.remove(base .. ".err"); os.remove(base .. ".in")
-  return out, err, status
-end
+local run = shell.run
 
 local function have(cmd)
   local _, _, status = run("command -v " .. cmd)
@@ -245,7 +222,7 @@ describe("help", function()
 
   it("lists the topics, the module's functions and a tensor's methods", function()
     local all = repl({ "help()" })
-    assert.matches("Scans: cs.cumsum, cs.cumprod, x:reverse_cumsum, x:masked_cumsum", all, 1, true)
+    assert.matches("Scans: cs.cumsum, cs.cumprod, cs.explain, cs.force_family, x:reverse_cumsum,", all, 1, true)
     assert.matches("cs.rand", repl({ "help(cs)" }), 1, true)
     assert.matches("x:narrow", repl({ "help(cs.zeros({1}))" }), 1, true)
     assert.matches('no entry named "frobnicate"', repl({ 'help"frobnicate"' }), 1, true)
@@ -320,30 +297,55 @@ describe("the REPL in a terminal", function()
     return out:gsub("\r", ""), err, status
   end
 
-  it("prompts, says once that rlwrap is missing, and evaluates lines #nosanitize", function()
+  -- the terminal's output without the escape sequences readline sends (bracketed paste)
+  local function plain(out) return (out:gsub("\27%[[%d;?]*%a", "")) end
+
+  it("prompts and evaluates lines with readline, without rlwrap #nosanitize", function()
     if not has_script then pending("util-linux `script` is not installed") return end
-    local out = in_terminal({ CUSCAN_RLWRAP = "/nonexistent/rlwrap" }, { "=1 + 1", "os.exit()" })
+    local le = require("cuscan.lineedit")
+    if not le.load_readline() then pending("libreadline is not installed (Debian's libreadline8)") return end
+    local home = tmpdir()
+    local out = plain(in_terminal({ CUSCAN_RLWRAP = "/nonexistent/rlwrap", HOME = home }, { "=1 + 1", "os.exit()" }))
+    os.execute("rm -rf " .. q(home))
     assert.matches("^cuscan " .. cs.version:gsub("%p", "%%%0") .. " %(LuaJIT", out)
-    local _, notes = out:gsub("rlwrap is not installed", "")
+    assert.not_matches("rlwrap", out, 1, true)
+    assert.not_matches("no line editing", out, 1, true)
+    assert.matches("\n> =1 %+ 1\n2\n> ", out)
+  end)
+
+  it("without readline or rlwrap, prompts, says once that neither is installed, and evaluates lines #nosanitize", function()
+    if not has_script then pending("util-linux `script` is not installed") return end
+    local out = in_terminal({ CUSCAN_RLWRAP = "/nonexistent/rlwrap", CUSCAN_NO_READLINE = "1" }, { "=1 + 1", "os.exit()" })
+    assert.matches("^cuscan " .. cs.version:gsub("%p", "%%%0") .. " %(LuaJIT", out)
+    local _, notes = out:gsub("neither libreadline nor rlwrap is installed", "")
     assert.equal(1, notes)
     assert.matches("\n> =1 %+ 1\n2\n> ", out)
   end)
 
-  it("runs under rlwrap when it is installed #nosanitize", function()
+  it("without readline, runs under rlwrap with the completion words when rlwrap is installed #nosanitize", function()
     if not has_script then pending("util-linux `script` is not installed") return end
     local dir = tmpdir()
     local fake = dir .. "/rlwrap"
     local f = io.open(fake, "w")
-    -- a stand-in that records how it was called and runs the command after its options
+    -- a stand-in that records how it was called and its word list, and runs the command after its
+    -- options
     f:write("#!/bin/sh\necho \"rlwrap called with: $*\"\nwhile [ $# -gt 0 ] && [ \"${1#-}\" != \"$1\" ]; do\n" ..
-            "  case $1 in -C) shift ;; esac; shift\ndone\nexec \"$@\"\n")
+            "  case $1 in -f) cp \"$2\" " .. q(dir .. "/words") .. "; shift ;; -C|-b) shift ;; esac; shift\n" ..
+            "done\nexec \"$@\"\n")
     f:close()
     os.execute("chmod +x " .. q(fake))
-    local out = in_terminal({ CUSCAN_RLWRAP = fake }, { "=2 + 2", "os.exit()" })
+    local out = in_terminal({ CUSCAN_RLWRAP = fake, CUSCAN_NO_READLINE = "1" }, { "=2 + 2", "os.exit()" })
+    local words = slurp(dir .. "/words")
+    local list_file = out:match("%-f (%S+) ")
     os.execute("rm -rf " .. q(dir))
-    assert.matches("rlwrap called with: %-C cuscan luajit " .. CUSCAN:gsub("%p", "%%%0"), out)
-    assert.not_matches("rlwrap is not installed", out, 1, true)
+    assert.matches("rlwrap called with: %-C cuscan %-b %S+ %-f %S+ luajit " .. CUSCAN:gsub("%p", "%%%0"), out)
+    assert.not_matches("no line editing", out, 1, true)
     assert.matches("\n> =2 %+ 2\n4\n", out)
+    for _, w in ipairs({ "cumsum", "cumprod", "masked_cumsum", "narrow", "rand", "reverse", "exclusive", "timeit",
+                         "help", "exit", "quit", "dtype", "device" }) do
+      assert.matches("\n" .. w .. "\n", "\n" .. words, 1, true)
+    end
+    assert.is_nil(io.open(list_file, "r"), "the REPL removes the word list once rlwrap has read it")
   end)
 
   it("uses neither rlwrap nor prompts when reading a pipe", function()

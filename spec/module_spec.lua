@@ -1,5 +1,7 @@
 -- Loading the module: the library beside the module or from $CUSCAN_LIB, an installed layout,
 -- CUSCAN_DEVICE, the version. Run in child processes so the environment can vary.
+-- (before anything here requires it: .busted's helper loaded it once for the whole run)
+local loaded_before_this_file = package.loaded["cuscan"]
 local H = require("spec.helpers")
 local cs = require("cuscan")
 
@@ -8,6 +10,11 @@ local LUA_PATH = ("%s/lua/?.lua;%s/lua/?/init.lua;%s"):format(root, root, packag
 local q, run = H.quote, H.run_lua
 
 describe("the module", function()
+  it("is loaded once for a whole busted run, before busted insulates each spec file", function()
+    assert.is_table(loaded_before_this_file)
+    assert.is_true(rawequal(loaded_before_this_file, cs))
+  end)
+
   it("reports a version string from the library", function()
     assert.matches("^%d+%.%d+%.%d+", cs.version)
     local C = require("cuscan.core").C
@@ -60,6 +67,39 @@ describe("the module", function()
     assert.is_not.equal(0, status)
     assert.matches("cuscan: cannot find libcuscan.so", out, 1, true)
     assert.matches("/nonexistent/libcuscan.so", out, 1, true)
+  end)
+
+  it("refuses a library of another version with one cuscan: line naming both versions", function()
+    local lib = require("cuscan.core").lib_path
+    local dir = H.shell("mktemp -d"):gsub("%s+$", "")
+    -- stand-in libraries: one of another version, one without cs_version, beside the real declarations
+    local src = dir .. "/other.c"
+    local f = assert(io.open(src, "w"))
+    f:write('const char *cs_version(void) { return "0.0.7"; }\nint cs_other(void) { return 0; }\n')
+    f:close()
+    local cmds = {
+      ("mkdir -p %s/a %s/b"):format(q(dir), q(dir)),
+      ("cc -shared -fPIC -o %s/a/libcuscan.so %s"):format(q(dir), q(src)),
+      ("printf 'int cs_none(void) { return 0; }\\n' > %s/none.c"):format(q(dir)),
+      ("cc -shared -fPIC -o %s/b/libcuscan.so %s/none.c"):format(q(dir), q(dir)),
+      ("cp %s/cuscan.cdef %s/a/ && cp %s/cuscan.cdef %s/b/"):format(q(lib:match("^(.*)/")), q(dir),
+                                                                   q(lib:match("^(.*)/")), q(dir)),
+    }
+    local out, status = H.shell(table.concat(cmds, " && "))
+    if status ~= 0 then
+      H.shell("rm -rf " .. q(dir))
+      pending("cannot build a stand-in library with cc: " .. out)
+      return
+    end
+    out, status = run("require('cuscan')", { CUSCAN_LIB = dir .. "/a/libcuscan.so" })
+    local out_b, status_b = run("require('cuscan')", { CUSCAN_LIB = dir .. "/b/libcuscan.so" })
+    H.shell("rm -rf " .. q(dir))
+    assert.is_not.equal(0, status)
+    assert.matches("cuscan: " .. (dir .. "/a/libcuscan.so"):gsub("%p", "%%%0") .. " is version 0%.0%.7, " ..
+                   "but the Lua modules in [^\n]* are version " .. cs.version:gsub("%p", "%%%0"), out)
+    assert.matches("rebuild the library with `make`", out, 1, true)
+    assert.is_not.equal(0, status_b)
+    assert.matches("is version unknown (it has no cs_version)", out_b, 1, true)
   end)
 
   -- the module copied into <prefix>/share/lua/5.1/cuscan and the library into <prefix>/<libdir>;

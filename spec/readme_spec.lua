@@ -6,7 +6,7 @@
 --                 what it prints must be the lines that follow (timings may differ)
 --   ```sh         shell commands: only real make targets, existing files and real options
 -- Any other block is an error, so a new block must be one of these. The API reference section is
--- the output of help.markdown() from bin/cuscan, and the quick start is exactly two commands.
+-- help.markdown() of lua/cuscan/help.lua (`make readme`), and the quick start is exactly two commands.
 local cs = require("cuscan")
 
 local shell = require("spec.support.shell")
@@ -94,13 +94,16 @@ describe("README.md", function()
     assert.is_true(rows >= 8)
   end)
 
-  it("carries the API reference that help prints, covering every function of the module", function()
+  it("carries the API reference of lua/cuscan/help.lua, covering every function of the module", function()
     local section = README:match("<!%-%- API reference: [^\n]*%-%->\n(.-)<!%-%- end of API reference %-%->")
     assert.is_string(section, "README.md has no marked API reference section")
+    local help = require("cuscan.help")
+    assert.equal(help.markdown(), section, "README.md's API reference differs from lua/cuscan/help.lua: run make readme")
+    assert.equal(README, help.readme(README))
+    -- the REPL's help is the same module
     local out, status = sh(q(CUSCAN) .. " -e 'io.write(help.markdown())'")
     assert.equal(0, status, out)
-    local trim = function(t) return (t:gsub("%s+$", "")) end
-    assert.equal(trim(out), trim(section), "README.md's API reference differs from help.markdown(): regenerate it")
+    assert.equal(help.markdown(), out)
     -- every public function and method is named in it
     for k, v in pairs(cs) do
       if type(v) == "function" then assert.matches("`cs." .. k .. "(", section, 1, true) end
@@ -109,6 +112,22 @@ describe("README.md", function()
       local named = section:find("`x:" .. k .. "(", 1, true) or section:find("`m:" .. k .. "(", 1, true)
       assert.is_truthy(named, "x:" .. k .. " is not in the API reference")
     end
+  end)
+
+  it("make readme rewrites a stale API reference section from lua/cuscan/help.lua", function()
+    local dir = tmpdir()
+    local stale = README:gsub("(<!%-%- API reference: [^\n]*%-%->\n).-(<!%-%- end of API reference %-%->)",
+                              "%1### Devices\n\n- `cs.gone()`: stale.\n%2")
+    assert.is_not.equal(README, stale)
+    spit(dir .. "/README.md", stale)
+    local out, status = sh("make -s --no-print-directory readme README_MD=" .. q(dir .. "/README.md"))
+    assert.equal(0, status, out)
+    assert.equal(README, slurp(dir .. "/README.md"))
+    spit(dir .. "/README.md", "no markers here\n")
+    out, status = sh("make -s --no-print-directory readme README_MD=" .. q(dir .. "/README.md"))
+    assert.is_not.equal(0, status)
+    assert.matches("cuscan: .*README%.md: no API reference section", out)
+    sh("rm -rf " .. q(dir))
   end)
 
   describe("lua blocks", function()

@@ -1,10 +1,6 @@
 -- cuscan.core: what every part of the module shares: the C library, errors raised at the caller's
 -- line, dtype and device names, argument checks, tensor allocation with device-memory tracking
 -- and the garbage-collector pressure that goes with it.
--- One instance per process: busted runs each spec file with a fresh package.loaded, but the
--- FFI declarations, metatypes and the loaded library behind this module are process-wide.
-local registry = debug.getregistry()
-if registry["cuscan.core"] then return registry["cuscan.core"] end
 local ffi = require("ffi")
 local lib = require("cuscan.ffi")
 
@@ -220,20 +216,22 @@ local function check_tensor(v, fname, argname)
 end
 core.check_tensor = check_tensor
 
+-- How the module reads a handle's dtype, device, number of dims and element count from C (as Lua
+-- numbers); nothing else calls those C functions directly.
 function core.dtype_of(t) return tonumber(C.cs_tensor_dtype(t)) end
 function core.device_of(t) return tonumber(C.cs_tensor_device(t)) end
 function core.ndim_of(t) return C.cs_tensor_ndim(t) end
 function core.numel_of(t) return tonumber(C.cs_tensor_numel(t)) end
 
 function core.shape_of(t)
-  local n = C.cs_tensor_ndim(t)
+  local n = core.ndim_of(t)
   local s = {}
   for d = 1, n do s[d] = tonumber(C.cs_tensor_size(t, d - 1)) end
   return s
 end
 
 function core.strides_of(t)
-  local n = C.cs_tensor_ndim(t)
+  local n = core.ndim_of(t)
   local s = {}
   for d = 1, n do s[d] = tonumber(C.cs_tensor_stride(t, d - 1)) end
   return s
@@ -245,8 +243,8 @@ function core.shape_str(shape)
 end
 
 function core.same_shape(a, b)
-  local n = C.cs_tensor_ndim(a)
-  if n ~= C.cs_tensor_ndim(b) then return false end
+  local n = core.ndim_of(a)
+  if n ~= core.ndim_of(b) then return false end
   for d = 0, n - 1 do
     if C.cs_tensor_size(a, d) ~= C.cs_tensor_size(b, d) then return false end
   end
@@ -402,7 +400,7 @@ end
 
 local function adopt(dev, dtype)
   local t = take()
-  note_alloc(dev, tonumber(C.cs_tensor_numel(t.h)) * DTYPE_SIZE[dtype])
+  note_alloc(dev, core.numel_of(t.h) * DTYPE_SIZE[dtype])
   return t
 end
 
@@ -482,5 +480,4 @@ end
 -- The methods table of the tensor metatype; the parts of the module fill it in.
 core.methods = {}
 
-registry["cuscan.core"] = core
 return core

@@ -1,8 +1,6 @@
 -- cuscan.data: moving values between Lua and tensors: building a tensor from a nested table,
 -- totable(), item(), and the CPU staging that CUDA tensors go through. CPU tensors are read and
 -- written in place through their host pointer, offset and strides.
-local registry = debug.getregistry()
-if registry["cuscan.data"] then return registry["cuscan.data"] end
 local ffi = require("ffi")
 local core = require("cuscan.core")
 core.own_file()
@@ -30,8 +28,8 @@ data.host_ptr = host_ptr
 -- A CPU tensor with the tensor t's values: t itself when it already is one, else a copy.
 local function on_host(t, fname)
   local th = t.h
-  if tonumber(C.cs_tensor_device(th)) == CPU then return t end
-  local dtype = tonumber(C.cs_tensor_dtype(th))
+  if core.device_of(th) == CPU then return t end
+  local dtype = core.dtype_of(th)
   local h = core.empty(core.shape_of(th), dtype, CPU, fname)
   core.call(fname, C.cs_copy, h.h, th)
   return h
@@ -80,9 +78,9 @@ function data.totable(x)
   core.check_tensor(x, "totable", "x")
   local h = on_host(x, "totable")
   local hh = h.h
-  local dtype = tonumber(C.cs_tensor_dtype(hh))
+  local dtype = core.dtype_of(hh)
   local read = READ[dtype]
-  local nd = C.cs_tensor_ndim(hh)
+  local nd = core.ndim_of(hh)
   local out
   if nd == 0 then
     out = read(read_ptr(hh, dtype), 0)
@@ -102,9 +100,9 @@ local function read_raw_int64(p, i) return p[i] end
 function data.flat(x, fname, raw)
   local h = on_host(x, fname)
   local hh = h.h
-  local dtype = tonumber(C.cs_tensor_dtype(hh))
+  local dtype = core.dtype_of(hh)
   local read = (raw and dtype == I64) and read_raw_int64 or READ[dtype]
-  local nd = C.cs_tensor_ndim(hh)
+  local nd = core.ndim_of(hh)
   local n = core.numel_of(hh)
   local out = {}
   if n == 0 then return out end
@@ -151,7 +149,7 @@ function data.item(x)
   end
   local h = on_host(x, "item")
   local hh = h.h
-  local dtype = tonumber(C.cs_tensor_dtype(hh))
+  local dtype = core.dtype_of(hh)
   -- the single element sits at the offset whatever the strides are
   local v = READ[dtype](read_ptr(hh, dtype), 0)
   keep(h)
@@ -291,7 +289,7 @@ end
 function data.from_table(value, dtype, dev, fname)
   if core.is_tensor(value) then
     local vh = core.check_tensor(value, fname, "data")
-    local h = core.empty_like(vh, dtype or tonumber(C.cs_tensor_dtype(vh)), dev, fname)
+    local h = core.empty_like(vh, dtype or core.dtype_of(vh), dev, fname)
     core.call(fname, C.cs_copy, h.h, vh)
     return h
   end
@@ -311,5 +309,4 @@ function data.from_table(value, dtype, dev, fname)
   return d
 end
 
-registry["cuscan.data"] = data
 return data

@@ -5,8 +5,6 @@
 --   local e0, e1 = cs.event(), cs.event()      -- on the default device (or cs.event("cpu"))
 --   e0:record(); x:cumsum(2); e1:record()
 --   print(e0:elapsed(e1))                      -- milliseconds; waits for e1 to complete
-local registry = debug.getregistry()
-if registry["cuscan.event"] then return registry["cuscan.event"] end
 local ffi = require("ffi")
 local core = require("cuscan.core")
 core.own_file()
@@ -21,7 +19,6 @@ if not pcall(ffi.typeof, "cs_event *") then
   function ev.new()
     raise("event: this build of libcuscan has no timing events; rebuild with `make`")
   end
-  registry["cuscan.event"] = ev
   return ev
 end
 
@@ -60,5 +57,4 @@ function ev.new(device, default_dev)
   return e
 end
 
-registry["cuscan.event"] = ev
 return ev

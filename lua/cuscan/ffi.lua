@@ -10,8 +10,6 @@
 --   cuscan/libcuscan.so on package.cpath          (wherever LuaRocks' C module directory is)
 -- The declarations come from cuscan.cdef beside the library that was loaded (the build writes it
 -- from src/cuscan.h with the preprocessor lines removed), so they always match that library.
-local registry = debug.getregistry()
-if registry["cuscan.ffi"] then return registry["cuscan.ffi"] end
 local ffi = require("ffi")
 
 local function module_dir()
@@ -92,10 +90,21 @@ if not loaded then
   error("cuscan: cannot load " .. lib_path .. ": " .. tostring(C), 0)
 end
 
+-- The library must be the version these modules were written for (as lua-resty-core's base.lua
+-- checks its C side): another one may declare or behave differently from what they expect.
+local VERSION = "0.1.0"
+local has_version, lib_version = pcall(function() return ffi.string(C.cs_version()) end)
+if not has_version then lib_version = "unknown (it has no cs_version)" end
+if lib_version ~= VERSION then
+  error(("cuscan: %s is version %s, but the Lua modules in %s are version %s; rebuild the library " ..
+         "with `make` (or set CUSCAN_LIB to a library of version %s)"):format(lib_path, lib_version, here,
+                                                                             VERSION, VERSION), 0)
+end
+
 local instance = {
   C = C,
   lib_path = lib_path,
   cdef_path = cdef_path,
+  version = VERSION,
 }
-registry["cuscan.ffi"] = instance
 return instance

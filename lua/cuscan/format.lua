@@ -2,8 +2,6 @@
 -- "[cuscan float32 tensor 2x3, cuda]". Tensors of more than 1000 elements are summarised like
 -- numpy does: along every dim longer than 6 only the first and last 3 entries are shown, with
 -- "..." between. Only those corners are read (and, for CUDA tensors, moved to the host).
-local registry = debug.getregistry()
-if registry["cuscan.format"] then return registry["cuscan.format"] end
 local ffi = require("ffi")
 local core = require("cuscan.core")
 core.own_file()
@@ -23,7 +21,7 @@ fmt.line_width = 80
 -- the host, and which dims were cut.
 local function corners(x, summarise)
   local M = core.methods
-  local nd = C.cs_tensor_ndim(x.h)
+  local nd = core.ndim_of(x.h)
   local cut = {}
   local c = x
   if summarise then
@@ -36,21 +34,21 @@ local function corners(x, summarise)
       end
     end
   end
-  if tonumber(C.cs_tensor_device(c.h)) ~= CPU then c = M.cpu(c) end
+  if core.device_of(c.h) ~= CPU then c = M.cpu(c) end
   return c, cut
 end
 
 -- Strings of the values of a host tensor in row-major order.
 local function value_strings(t)
   local c = t.h
-  local dtype = tonumber(C.cs_tensor_dtype(c))
-  local n = tonumber(C.cs_tensor_numel(c))
+  local dtype = core.dtype_of(c)
+  local n = core.numel_of(c)
   local out = {}
   if n == 0 then return out end
   local data = require("cuscan.data")
   local p = ffi.cast(core.ELEM_PTR[dtype], C.cs_tensor_host_data(c)) + C.cs_tensor_offset(c)
   local read, rp = data.READ[dtype], data.read_ptr(c, dtype)  -- floats NaN-safe (see cuscan.data)
-  local nd = C.cs_tensor_ndim(c)
+  local nd = core.ndim_of(c)
   local shape, strides = core.shape_of(c), core.strides_of(c)
   local offs = { 0 }
   for d = 1, nd do
@@ -124,8 +122,8 @@ end
 
 -- The values part of tostring(x).
 function fmt.values(x)
-  local nd = C.cs_tensor_ndim(x.h)
-  local n = tonumber(C.cs_tensor_numel(x.h))
+  local nd = core.ndim_of(x.h)
+  local n = core.numel_of(x.h)
   local c, cut = corners(x, n > fmt.threshold)
   local strs = value_strings(c)
   if nd == 0 then return strs[1] end
@@ -142,8 +140,8 @@ end
 -- The last line: [cuscan float32 tensor 2x3, cuda]
 function fmt.header(x)
   local xh = x.h
-  local dtype = core.DTYPE_NAME[tonumber(C.cs_tensor_dtype(xh))]
-  local dev = core.DEVICE_NAME[tonumber(C.cs_tensor_device(xh))]
+  local dtype = core.DTYPE_NAME[core.dtype_of(xh)]
+  local dev = core.DEVICE_NAME[core.device_of(xh)]
   local shape = core.shape_str(core.shape_of(xh))
   local freed = C.cs_tensor_is_released(xh) ~= 0 and ", freed" or ""
   return format("[cuscan %s tensor %s, %s%s]", dtype, shape, dev, freed)
@@ -154,5 +152,4 @@ function fmt.tostring(x)
   return fmt.values(x) .. "\n" .. fmt.header(x)
 end
 
-registry["cuscan.format"] = fmt
 return fmt

@@ -6,8 +6,14 @@
 -- cuscan.views (queries, views, copies), cuscan.data (totable, item), cuscan.scan (cumsum,
 -- cumprod), cuscan.ops (arithmetic, comparisons, reductions, cat, fill, copy) and cuscan.format
 -- (printing); cuscan.core has what they share.
-local registry = debug.getregistry()
-if registry["cuscan"] then return registry["cuscan"] end
+--
+-- The module needs LuaJIT's FFI. Under another Lua the check below is the first thing that runs,
+-- so this file must parse under every Lua (no LuaJIT-only syntax such as 64-bit literals here).
+if type(rawget(_G, "jit")) ~= "table" then
+  error("cuscan: LuaJIT is needed (this is " .. tostring(_VERSION) .. "); run busted under it with " ..
+        "`busted --lua=luajit`, or with a .busted file beside the specs saying lua = \"luajit\" " ..
+        "(as cuscan's own .busted does)", 0)
+end
 local ffi = require("ffi")
 local bit = require("bit")
 local core = require("cuscan.core")
@@ -105,14 +111,17 @@ end
 -- The module's random generator: each cs.rand without a seed takes the next seed from a
 -- splitmix64 sequence that cs.manual_seed(n) restarts. It starts from a fixed seed, so a script
 -- draws the same numbers on every run unless it seeds otherwise.
-local DEFAULT_SEED = 67280421310721ULL
+-- (64-bit constants are built from their 32-bit halves, which every Lua parses.)
+local function u64(hi, lo) return ffi.new("uint64_t", hi) * 0x100000000 + lo end
+local DEFAULT_SEED = u64(0x3D30, 0xF19CD101)
+local GOLDEN, MIX1, MIX2 = u64(0x9E3779B9, 0x7F4A7C15), u64(0xBF58476D, 0x1CE4E5B9), u64(0x94D049BB, 0x133111EB)
 local gen = ffi.new("uint64_t[1]", DEFAULT_SEED)
 
 local function next_seed()
-  gen[0] = gen[0] + 0x9E3779B97F4A7C15ULL
+  gen[0] = gen[0] + GOLDEN
   local z = gen[0]
-  z = bit.bxor(z, bit.rshift(z, 30)) * 0xBF58476D1CE4E5B9ULL
-  z = bit.bxor(z, bit.rshift(z, 27)) * 0x94D049BB133111EBULL
+  z = bit.bxor(z, bit.rshift(z, 30)) * MIX1
+  z = bit.bxor(z, bit.rshift(z, 27)) * MIX2
   return bit.bxor(z, bit.rshift(z, 31))
 end
 
@@ -239,5 +248,4 @@ function cs.memory_trim(device)
   if C.cs_memory_trim(dev) ~= 0 then core.fail("memory_trim") end
 end
 
-registry["cuscan"] = cs
 return cs

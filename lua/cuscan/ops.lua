@@ -1,8 +1,6 @@
 -- cuscan.ops: the experiment toolkit: arithmetic operators and comparisons with numpy broadcasting
 -- and torch's type promotion, unary math, reductions, cat, fill, copy, and result checking
 -- (allclose, max_abs_diff). Broadcast operands are stride-0 views made in Lua; C sees one shape.
-local registry = debug.getregistry()
-if registry["cuscan.ops"] then return registry["cuscan.ops"] end
 local ffi = require("ffi")
 local core = require("cuscan.core")
 core.own_file()
@@ -83,7 +81,7 @@ end
 ops.expand = expand
 
 local function check_same_device(a, b, fname)
-  local da, db = tonumber(C.cs_tensor_device(a)), tonumber(C.cs_tensor_device(b))
+  local da, db = core.device_of(a), core.device_of(b)
   if da ~= db then
     raise(format("%s: tensors are on different devices (%s and %s); move one with :to()", fname,
                  DEVICE_NAME[da], DEVICE_NAME[db]))
@@ -124,7 +122,7 @@ local function binary(a, b, op, kind, fname)
   if tb then bh = check_tensor(b, fname, "b") end
   if ta and tb then
     local dev = check_same_device(ah, bh, fname)
-    local da, db = tonumber(C.cs_tensor_dtype(ah)), tonumber(C.cs_tensor_dtype(bh))
+    local da, db = core.dtype_of(ah), core.dtype_of(bh)
     local odt
     if kind == "cmp" or kind == "logic" then
       odt = BOOL
@@ -157,7 +155,7 @@ local function binary(a, b, op, kind, fname)
     t, s, first = bh, a, 1
   end
   s = scalar_of(s, fname, first == 1 and "a" or "b")
-  local dt = tonumber(C.cs_tensor_dtype(t))
+  local dt = core.dtype_of(t)
   local odt
   if kind == "cmp" or kind == "logic" then
     odt = BOOL
@@ -177,7 +175,7 @@ local function binary(a, b, op, kind, fname)
       if odt == BOOL then odt = I64 end
     end
   end
-  local out = core.empty_like(t, odt, tonumber(C.cs_tensor_device(t)), fname)
+  local out = core.empty_like(t, odt, core.device_of(t), fname)
   core.call(fname, C.cs_binary_scalar, out.h, t, s, op, first)
   return out
 end
@@ -185,7 +183,7 @@ ops.binary = binary
 
 local function unary(x, op, fname, result)
   local xh = check_tensor(x, fname, "x")
-  local dt = tonumber(C.cs_tensor_dtype(xh))
+  local dt = core.dtype_of(xh)
   local odt
   if result == "float" then odt = IS_FLOAT[dt] and dt or F32
   elseif result == "bool" then odt = BOOL
@@ -193,7 +191,7 @@ local function unary(x, op, fname, result)
     if dt == BOOL then raise(format("%s: x: bool tensors are not supported", fname)) end
     odt = dt
   end
-  local out = core.empty_like(xh, odt, tonumber(C.cs_tensor_device(xh)), fname)
+  local out = core.empty_like(xh, odt, core.device_of(xh), fname)
   core.call(fname, C.cs_unary, out.h, xh, op)
   return out
 end
@@ -250,8 +248,8 @@ local scalar_f64, scalar_i64  -- cached 0-d CPU tensors that receive overall res
 
 -- The reduction of all elements of the tensor with handle xh, as a Lua number.
 local function reduce_all(xh, op, fname)
-  local dt = tonumber(C.cs_tensor_dtype(xh))
-  local dev = tonumber(C.cs_tensor_device(xh))
+  local dt = core.dtype_of(xh)
+  local dev = core.device_of(xh)
   local float = IS_FLOAT[dt] or op == R.mean
   local odt = float and F64 or I64
   local out = core.empty({}, odt, dev, fname)
@@ -279,16 +277,16 @@ ops.reduce_all = reduce_all
 local function reduce(x, dim, op, fname)
   local xh = check_tensor(x, fname, "x")
   if dim == nil then return reduce_all(xh, op, fname) end
-  local nd = C.cs_tensor_ndim(xh)
+  local nd = core.ndim_of(xh)
   local k = core.norm_dim(dim, nd, fname)
-  local dt = tonumber(C.cs_tensor_dtype(xh))
+  local dt = core.dtype_of(xh)
   local odt
   if op == R.sum then odt = IS_FLOAT[dt] and dt or I64
   elseif op == R.mean then odt = IS_FLOAT[dt] and dt or F32
   else odt = dt end
   local shape = shape_of(xh)
   table.remove(shape, k + 1)
-  local out = core.empty(shape, odt, tonumber(C.cs_tensor_device(xh)), fname)
+  local out = core.empty(shape, odt, core.device_of(xh), fname)
   core.call(fname, C.cs_reduce, out.h, xh, k, op)
   return out
 end
@@ -309,17 +307,17 @@ function ops.cat(list, dim)
   local n = #list
   if n == 0 then raise("cat: list: expected at least one tensor, got an empty table") end
   local first = check_tensor(list[1], "cat", "list[1]")
-  local nd = C.cs_tensor_ndim(first)
+  local nd = core.ndim_of(first)
   if nd == 0 then raise("cat: list[1]: 0-d tensors cannot be joined (reshape them to {1} first)") end
   if dim == nil then dim = 1 end
   local k = core.norm_dim(dim, nd, "cat") + 1
-  local dev = tonumber(C.cs_tensor_device(first))
+  local dev = core.device_of(first)
   local shape = shape_of(first)
-  local odt = tonumber(C.cs_tensor_dtype(first))
+  local odt = core.dtype_of(first)
   local total = 0
   for i = 1, n do
     local t = check_tensor(list[i], "cat", "list[" .. i .. "]")
-    local tdev = tonumber(C.cs_tensor_device(t))
+    local tdev = core.device_of(t)
     if tdev ~= dev then
       raise(format("cat: list[%d]: expected a tensor on %s like list[1], got one on %s", i, DEVICE_NAME[dev], DEVICE_NAME[tdev]))
     end
@@ -333,7 +331,7 @@ function ops.cat(list, dim)
                    shape_str(shape), k))
     end
     total = total + s[k]
-    odt = promote(odt, tonumber(C.cs_tensor_dtype(t)))
+    odt = promote(odt, core.dtype_of(t))
   end
   shape[k] = total
   core.parse_shape(shape, "cat")
@@ -357,7 +355,7 @@ end
 -- x:fill(v): every element of x (a view writes through) set to v; returns x.
 function M.fill(x, v)
   local xh = check_tensor(x, "fill", "x")
-  local dt = tonumber(C.cs_tensor_dtype(xh))
+  local dt = core.dtype_of(xh)
   if type(v) == "boolean" then v = v and 1 or 0 end
   if type(v) == "cdata" and (ffi.istype("int64_t", v) or ffi.istype("uint64_t", v)) then
     core.call("fill", C.cs_fill_int64, xh, v)
@@ -452,5 +450,4 @@ function ops.max_abs_diff(a, b)
   return m
 end
 
-registry["cuscan.ops"] = ops
 return ops

@@ -1,8 +1,6 @@
 -- cuscan.scan: cumulative sums and products along any dim, with reverse, exclusive, mask, out and
 -- an accumulation dtype. Every argument is checked here before C is called, so that a misuse is
 -- an error that names the argument, and nothing the caller holds is written on an error.
-local registry = debug.getregistry()
-if registry["cuscan.scan"] then return registry["cuscan.scan"] end
 local core = require("cuscan.core")
 core.own_file()
 
@@ -50,13 +48,13 @@ local function shape_text(t) return core.shape_str(core.shape_of(t)) end
 -- `explain`, a missing out is not made (cs_scan_explain describes the one it would be).
 local function prepare(op, x, dim, opts, fname, explain)
   local xh = check_tensor(x, fname, "x")
-  local nd = C.cs_tensor_ndim(xh)
+  local nd = core.ndim_of(xh)
   if nd == 0 and dim ~= 1 and dim ~= -1 and core.is_int(dim) then
     raise(format("%s: dim: %d is out of range for a 0-d tensor (expected 1 or -1)", fname, dim))
   end
   local cdim = core.norm_dim(dim, nd == 0 and 1 or nd, fname)
-  local dtype = tonumber(C.cs_tensor_dtype(xh))
-  local dev = tonumber(C.cs_tensor_device(xh))
+  local dtype = core.dtype_of(xh)
+  local dev = core.device_of(xh)
   local flags, mask, out, odtype = 0, nil, nil, nil
   if opts ~= nil then
     core.check_opts(opts, SCAN_OPTS, fname)
@@ -80,12 +78,12 @@ local function prepare(op, x, dim, opts, fname, explain)
       raise(format("%s: mask: expected a bool tensor, got %s", fname, describe(mask)))
     end
     mh = check_tensor(mask, fname, "mask")
-    local mdt = tonumber(C.cs_tensor_dtype(mh))
+    local mdt = core.dtype_of(mh)
     if mdt ~= BOOL then
       raise(format("%s: mask: expected a bool tensor, got %s (make one with a comparison such as x:gt(0))",
                    fname, DTYPE_NAME[mdt]))
     end
-    local mdev = tonumber(C.cs_tensor_device(mh))
+    local mdev = core.device_of(mh)
     if mdev ~= dev then
       raise(format("%s: mask: expected a tensor on x's device (%s), got one on %s", fname, DEVICE_NAME[dev], DEVICE_NAME[mdev]))
     end
@@ -98,14 +96,14 @@ local function prepare(op, x, dim, opts, fname, explain)
       raise(format("%s: out: expected a tensor, got %s", fname, describe(out)))
     end
     oh = check_tensor(out, fname, "out")
-    local odev = tonumber(C.cs_tensor_device(oh))
+    local odev = core.device_of(oh)
     if odev ~= dev then
       raise(format("%s: out: expected a tensor on x's device (%s), got one on %s", fname, DEVICE_NAME[dev], DEVICE_NAME[odev]))
     end
     if not same_shape(oh, xh) then
       raise(format("%s: out: expected x's shape %s, got %s", fname, shape_text(xh), shape_text(oh)))
     end
-    local have = tonumber(C.cs_tensor_dtype(oh))
+    local have = core.dtype_of(oh)
     if have ~= odtype then
       raise(format("%s: out: expected dtype %s (the output dtype), got %s%s", fname, DTYPE_NAME[odtype], DTYPE_NAME[have],
                    PAIRS[op][dtype] and PAIRS[op][dtype][have] and format("; pass dtype = \"%s\" to accumulate in it", DTYPE_NAME[have]) or ""))
@@ -212,5 +210,4 @@ function S.force_family(name)
 end
 
 S.scan = scan
-registry["cuscan.scan"] = S
 return S

@@ -2,8 +2,6 @@
 -- cuscan.core). Methods come from the parts of the module (views, data, scan, ops); x.dtype and
 -- x.device are read-only fields; the arithmetic operators and tostring are metamethods. Every
 -- handle the module creates is tied to the garbage collector with ffi.gc(handle, cs_tensor_free).
-local registry = debug.getregistry()
-if registry["cuscan.tensor"] then return registry["cuscan.tensor"] end
 local core = require("cuscan.core")
 core.own_file()
 require("cuscan.views")
@@ -24,8 +22,8 @@ local mt = core.tensor_mt
 mt.__index = function(x, k)
   local m = M[k]
   if m ~= nil then return m end
-  if k == "dtype" then return DTYPE_NAME[tonumber(C.cs_tensor_dtype(x.h))] end
-  if k == "device" then return DEVICE_NAME[tonumber(C.cs_tensor_device(x.h))] end
+  if k == "dtype" then return DTYPE_NAME[core.dtype_of(x.h)] end
+  if k == "device" then return DEVICE_NAME[core.device_of(x.h)] end
   return nil
 end
 mt.__newindex = function(_, k)
@@ -34,5 +32,4 @@ end
 mt.__tostring = fmt.tostring
 for k, v in pairs(ops.meta) do mt[k] = v end
 
-registry["cuscan.tensor"] = M
 return M

@@ -1,7 +1,5 @@
 -- cuscan.views: queries, views that share storage (transpose, narrow, select, reshape) and copies
 -- (contiguous, clone, to, cpu, cuda).
-local registry = debug.getregistry()
-if registry["cuscan.views"] then return registry["cuscan.views"] end
 local core = require("cuscan.core")
 core.own_file()
 
@@ -25,25 +23,25 @@ end
 function M.size(x, d)
   local xh = check_tensor(x, "size", "x")
   if d == nil then return core.shape_of(xh) end
-  local nd = C.cs_tensor_ndim(xh)
+  local nd = core.ndim_of(xh)
   return tonumber(C.cs_tensor_size(xh, norm_dim(d, nd, "size")))
 end
 
 function M.stride(x, d)
   local xh = check_tensor(x, "stride", "x")
   if d == nil then return core.strides_of(xh) end
-  local nd = C.cs_tensor_ndim(xh)
+  local nd = core.ndim_of(xh)
   return tonumber(C.cs_tensor_stride(xh, norm_dim(d, nd, "stride")))
 end
 
 function M.dim(x)
   local xh = check_tensor(x, "dim", "x")
-  return C.cs_tensor_ndim(xh)
+  return core.ndim_of(xh)
 end
 
 function M.numel(x)
   local xh = check_tensor(x, "numel", "x")
-  return tonumber(C.cs_tensor_numel(xh))
+  return core.numel_of(xh)
 end
 
 function M.is_contiguous(x)
@@ -55,7 +53,7 @@ end
 -- Views
 ---------------------------------------------------------------------------------------------------
 local function load_layout(xh)
-  local nd = C.cs_tensor_ndim(xh)
+  local nd = core.ndim_of(xh)
   for d = 0, nd - 1 do
     SH[d] = C.cs_tensor_size(xh, d)
     ST[d] = C.cs_tensor_stride(xh, d)
@@ -65,7 +63,7 @@ end
 
 function M.transpose(x, d1, d2)
   local xh = check_tensor(x, "transpose", "x")
-  local nd = C.cs_tensor_ndim(xh)
+  local nd = core.ndim_of(xh)
   local a = norm_dim(d1, nd, "transpose", "d1")
   local b = norm_dim(d2, nd, "transpose", "d2")
   load_layout(xh)
@@ -77,7 +75,7 @@ end
 -- x:narrow(d, start, length): elements start .. start+length-1 (1-based) of dim d.
 function M.narrow(x, d, start, length)
   local xh = check_tensor(x, "narrow", "x")
-  local nd = C.cs_tensor_ndim(xh)
+  local nd = core.ndim_of(xh)
   local k = norm_dim(d, nd, "narrow")
   local size = tonumber(C.cs_tensor_size(xh, k))
   if not is_int(start) then
@@ -104,7 +102,7 @@ end
 -- x:select(d, i): the slice at index i (1-based, negative from the end) of dim d, without that dim.
 function M.select(x, d, i)
   local xh = check_tensor(x, "select", "x")
-  local nd = C.cs_tensor_ndim(xh)
+  local nd = core.ndim_of(xh)
   local k = norm_dim(d, nd, "select")
   local size = tonumber(C.cs_tensor_size(xh, k))
   if not is_int(i) then raise(format("select: index: expected an integer, got %s", describe(i))) end
@@ -208,14 +206,14 @@ end
 function M.contiguous(x)
   local xh = check_tensor(x, "contiguous", "x")
   if C.cs_tensor_is_contiguous(xh) ~= 0 then return x end
-  local h = core.empty(core.shape_of(xh), tonumber(C.cs_tensor_dtype(xh)), tonumber(C.cs_tensor_device(xh)), "contiguous")
+  local h = core.empty(core.shape_of(xh), core.dtype_of(xh), core.device_of(xh), "contiguous")
   core.call("contiguous", C.cs_copy, h.h, xh)
   return h
 end
 
 function M.clone(x)
   local xh = check_tensor(x, "clone", "x")
-  local h = core.empty_like(xh, tonumber(C.cs_tensor_dtype(xh)), tonumber(C.cs_tensor_device(xh)), "clone")
+  local h = core.empty_like(xh, core.dtype_of(xh), core.device_of(xh), "clone")
   core.call("clone", C.cs_copy, h.h, xh)
   return h
 end
@@ -225,8 +223,8 @@ local TO_OPTS = { device = true, dtype = true }
 -- x:to(device), x:to(dtype) or x:to{device=, dtype=}: x itself when nothing changes, else a copy.
 function M.to(x, what)
   local xh = check_tensor(x, "to", "x")
-  local dtype = tonumber(C.cs_tensor_dtype(xh))
-  local dev = tonumber(C.cs_tensor_device(xh))
+  local dtype = core.dtype_of(xh)
+  local dev = core.device_of(xh)
   local new_dtype, new_dev = dtype, dev
   if type(what) == "string" then
     if core.DTYPE[what] then new_dtype = core.DTYPE[what]
@@ -246,17 +244,17 @@ end
 
 function M.cpu(x)
   local xh = check_tensor(x, "cpu", "x")
-  if tonumber(C.cs_tensor_device(xh)) == CPU then return x end
-  local h = core.empty_like(xh, tonumber(C.cs_tensor_dtype(xh)), CPU, "cpu")
+  if core.device_of(xh) == CPU then return x end
+  local h = core.empty_like(xh, core.dtype_of(xh), CPU, "cpu")
   core.call("cpu", C.cs_copy, h.h, xh)
   return h
 end
 
 function M.cuda(x)
   local xh = check_tensor(x, "cuda", "x")
-  if tonumber(C.cs_tensor_device(xh)) == CUDA then return x end
+  if core.device_of(xh) == CUDA then return x end
   core.parse_device("cuda", "cuda")
-  local h = core.empty_like(xh, tonumber(C.cs_tensor_dtype(xh)), CUDA, "cuda")
+  local h = core.empty_like(xh, core.dtype_of(xh), CUDA, "cuda")
   core.call("cuda", C.cs_copy, h.h, xh)
   return h
 end
@@ -276,5 +274,4 @@ function M.is_freed(x)
   return C.cs_tensor_is_released(x.h) ~= 0
 end
 
-registry["cuscan.views"] = M
 return M

@@ -23,6 +23,8 @@ function shell.slurp(path)
   return s
 end
 
+local function slurp_or_empty(path) return shell.slurp(path) or "" end
+
 function shell.spit(path, text)
   local f = assert(io.open(path, "wb"))
   f:write(text)
@@ -43,6 +45,39 @@ function shell.sh(cmd)
   p:close()
   local status = tonumber(out:match("__status=(%d+)%s*$"))
   return (out:gsub("__status=%d+%s*$", "")), status
+end
+
+-- The shell words that set the variables of env (false unsets one).
+function shell.exports(env)
+  local parts = {}
+  for k, v in pairs(env or {}) do
+    if v == false then parts[#parts + 1] = "unset " .. k .. ";" else parts[#parts + 1] = "export " .. k .. "=" .. shell.q(v) .. ";" end
+  end
+  return table.concat(parts, " ")
+end
+
+-- Runs a shell command; returns stdout, stderr and the exit status. opts: stdin (text), cwd, env.
+function shell.run(cmd, opts)
+  opts = opts or {}
+  local base = os.tmpname()
+  local parts = {}
+  if opts.cwd then parts[#parts + 1] = "cd " .. shell.q(opts.cwd) .. " &&" end
+  parts[#parts + 1] = shell.exports(opts.env)
+  parts[#parts + 1] = cmd
+  local stdin = "/dev/null"
+  if opts.stdin then
+    stdin = base .. ".in"
+    local f = io.open(stdin, "wb")
+    f:write(opts.stdin)
+    f:close()
+  end
+  local p = io.popen(("(%s) <%s >%s 2>%s; echo $?"):format(table.concat(parts, " "), shell.q(stdin), shell.q(base .. ".out"),
+                                                           shell.q(base .. ".err")))
+  local status = tonumber(p:read("*a"):match("(%d+)%s*$"))
+  p:close()
+  local out, err = slurp_or_empty(base .. ".out"), slurp_or_empty(base .. ".err")
+  os.remove(base); os.remove(base .. ".out"); os.remove(base .. ".err"); os.remove(base .. ".in")
+  return out, err, status
 end
 
 -- The make variables that keep make from rebuilding the library in use, or nil when that library

@@ -1,0 +1,509 @@
+-- cuscan.help: the API reference: a signature, a description and the errors of every public
+-- function and method of the module and of the REPL's helpers. The same entries give help() in
+-- the REPL, the lists of help(cs) and help(x), the option names the REPL completes, and the API
+-- reference section of README.md (`make readme` writes it; spec/readme_spec.lua checks it).
+local format, concat = string.format, table.concat
+
+local ENTRIES = {
+  -- group, names (the first is the entry's key; the rest are the forms it also documents),
+  -- signature, description, errors
+  { "Devices", { "cs.cuda_available" }, "cs.cuda_available()",
+    [[true when the library was built with CUDA and a device is usable, else false.]] },
+  { "Devices", { "cs.cuda_unavailable_reason" }, "cs.cuda_unavailable_reason()",
+    [[Why CUDA cannot be used, such as "built without CUDA" or the CUDA runtime's message; the empty
+      string when it can.]] },
+  { "Devices", { "cs.default_device" }, "cs.default_device()",
+    [[The device new tensors go to when no device is named: "cuda" when a device is usable, else
+      "cpu"; the environment variable CUSCAN_DEVICE sets it at load time.]],
+    [[An unknown CUSCAN_DEVICE, or CUSCAN_DEVICE=cuda without a usable device, is an error when
+      the module is loaded.]] },
+  { "Devices", { "cs.set_default_device" }, "cs.set_default_device(device)",
+    [[Makes device ("cpu" or "cuda") the default for constructors and timing events that name none.]],
+    [[device is not "cpu" or "cuda"; "cuda" without a usable device.]] },
+  { "Devices", { "cs.device_info" }, "cs.device_info()",
+    [[A table describing the CUDA device (name, total_memory and memory in bytes,
+      compute_capability such as "9.0", major, minor, multiprocessors, l2_cache_bytes,
+      driver_version, runtime_version), or nil when there is no usable device.]] },
+  { "Devices", { "cs.memory_info" }, "cs.memory_info([device])",
+    [[{in_use, free, total, device}: bytes cuscan holds in live tensors on the device (the default
+      device unless named), and the device's free and total memory (the host's on the CPU).]],
+    [[device is not "cpu" or "cuda", or "cuda" without a usable device.]] },
+  { "Devices", { "cs.memory_trim" }, "cs.memory_trim([device])",
+    [[Hands back memory cuscan keeps cached for reuse on the device (the default device unless
+      named): on CUDA the memory pool's free blocks, after queued work finishes, so other processes
+      can have them; on the CPU the freed host blocks of 8 MiB and more that are kept for the next
+      tensor of about the same size (so a loop reuses pages the kernel has already mapped).]],
+    [[device is not "cpu" or "cuda", or "cuda" without a usable device.]] },
+  { "Devices", { "cs.synchronize" }, "cs.synchronize()",
+    [[Waits until all queued CUDA work has finished (CUDA ops return before the device finishes them).
+      An asynchronous device fault is reported here. Nothing to wait for on the CPU.]],
+    [[A CUDA fault, with the runtime's message.]] },
+
+  { "Constructors", { "cs.tensor" }, "cs.tensor(data[, opts])",
+    [[A new tensor from a nested Lua table of numbers or booleans (booleans give a bool tensor,
+      numbers float32 unless opts.dtype names another dtype), from a number (a 0-d tensor), or a
+      copy of a tensor. opts = {dtype=, device=}; the device defaults to cs.default_device().
+      Integer dtypes truncate fractions toward zero.]],
+    [[data is nil or not numeric; a ragged table (the message names the place); mixed numbers and
+      booleans; more than 8 levels; a value out of range for an integer dtype; an unknown option,
+      dtype or device.]] },
+  { "Constructors", { "cs.zeros" }, "cs.zeros(shape[, opts])",
+    [[A new tensor of zeros. shape is a table of sizes such as {32768, 32768} (up to 8 dims; {} is a
+      0-d tensor); opts = {dtype=, device=}, float32 on the default device by default.]],
+    [[Negative or fractional sizes, more than 8 dims, an element count that overflows int64, not
+      enough memory (the message gives the bytes asked for and free).]] },
+  { "Constructors", { "cs.ones" }, "cs.ones(shape[, opts])",
+    [[A new tensor of ones; shape and opts as for cs.zeros.]],
+    [[As for cs.zeros.]] },
+  { "Constructors", { "cs.full" }, "cs.full(shape, value[, opts])",
+    [[A new tensor with every element value (a number or boolean); float32 for a number and bool for
+      a boolean unless opts.dtype says otherwise.]],
+    [[value is not a number or boolean; shape errors as for cs.zeros.]] },
+  { "Constructors", { "cs.rand" }, "cs.rand(shape[, opts])",
+    [[Uniform random numbers in [0, 1). opts = {seed=, dtype=, device=}: with a seed the same
+      values on either device (a counter-based generator over the elements in row-major order);
+      without one the next seed of the module's generator (see cs.manual_seed), so a script draws
+      the same numbers on every run. float32 or float64.]],
+    [[dtype other than float32 or float64; a seed that is not a non-negative integer; shape errors
+      as for cs.zeros.]] },
+  { "Constructors", { "cs.manual_seed" }, "cs.manual_seed(n)",
+    [[Restarts the module's random generator at seed n, so the unseeded cs.rand calls that follow
+      repeat.]],
+    [[n is not a non-negative integer.]] },
+  { "Constructors", { "cs.arange" }, "cs.arange(n[, opts]) / cs.arange(start, stop[, step][, opts])",
+    [[0, 1, ..., n-1 as numpy and torch give, or start, start+step, ... up to but not including
+      stop. float32 unless opts.dtype names another dtype.]],
+    [[Non-finite bounds, step 0, fractional bounds for an integer dtype.]] },
+
+  { "Scans", { "cs.cumsum", "x:cumsum" }, "cs.cumsum(x, dim[, opts]) / x:cumsum(dim[, opts])",
+    [[The cumulative sum of x along dim (1-based; negative counts from the end, -1 is the last dim).
+      opts = {reverse=false, exclusive=false, mask=nil, out=nil, dtype=nil}. reverse scans from the
+      end of the dim toward its start in one pass; exclusive gives each element the sum of the
+      elements strictly before it (after it when reversed), the first getting 0; mask is a bool
+      tensor of x's shape and device, and elements under false contribute 0 (a NaN or Inf there
+      never reaches the result); out is an existing tensor to write (out = x scans in place); dtype
+      is the accumulation and output dtype (float32 to float64, int32 or bool to int64). Without
+      dtype the output has x's dtype (int64 for bool). Floats accumulate in float64 on both devices
+      and each output is rounded once (float32 outputs within 1 ulp of the true prefix); -0.0 is
+      the identity of float sums, so a sum of -0.0 is -0.0. Integer sums wrap around on overflow.
+      The result is bit-identical from run to run.]],
+    [[dim out of range, zero or fractional; a mask of another shape, dtype or device; out of another
+      shape, dtype or device, or out overlapping x other than being x itself; an unsupported dtype
+      pair; an unknown option; not enough memory.]] },
+  { "Scans", { "cs.cumprod", "x:cumprod" }, "cs.cumprod(x, dim[, opts]) / x:cumprod(dim[, opts])",
+    [[The cumulative product of x along dim, with the options of cs.cumsum; the identity is 1
+      (masked-out elements contribute 1, an exclusive scan starts from 1). Integer products wrap
+      around on overflow.]],
+    [[As for cs.cumsum; bool tensors are an error (convert first, e.g. x:to("int64")).]] },
+  { "Scans", { "cs.explain" }, "cs.explain(x, dim[, opts])",
+    [[The plan a scan with these arguments would run, as one line of text, without running it: the
+      device, the kernel family and mode, the layout {outer, len, inner}, tile and grid. opts are
+      cumsum's, plus op = "cumsum" (the default) or "cumprod". CUSCAN_LOG=plan prints the same line
+      for every scan as it runs.]],
+    [[As for cs.cumsum; an unknown op.]] },
+  { "Scans", { "cs.force_family" }, "cs.force_family(name)",
+    [[For tests and diagnosis: CUDA scans use the named kernel family (and mode) wherever it can
+      handle the call: "rows" (rows/segmented, rows/single, rows/lines, rows/pieces), "columns"
+      (columns/lookback, columns/walk) or "slabs" (slabs/whole, slabs/walk, slabs/lookback), as
+      the environment variable CUSCAN_FORCE_FAMILY does; nil gives the choice back to the
+      planner. Results are the same whichever family runs.]],
+    [[An unknown name.]] },
+  { "Scans", { "x:reverse_cumsum" }, "x:reverse_cumsum(dim[, opts])",
+    [[x:cumsum(dim, {reverse = true}): the sum from each element to the end of the dim, equal to
+      flipping, scanning and flipping back, in one pass. Other cumsum options may be given.]],
+    [[As for cs.cumsum.]] },
+  { "Scans", { "x:masked_cumsum" }, "x:masked_cumsum(mask, dim[, opts])",
+    [[x:cumsum(dim, {mask = mask}): the cumulative sum where elements under a false mask count as
+      0. Unlike cumsum(x * mask), an Inf or NaN under a false mask does not turn the result into
+      NaN.]],
+    [[mask is not a bool tensor of x's shape and device; the errors of cs.cumsum.]] },
+
+  { "Queries", { "x:shape" }, "x:shape()",
+    [[A fresh table of x's sizes, such as {2, 3}; {} for a 0-d tensor.]] },
+  { "Queries", { "x:size" }, "x:size([d])",
+    [[The size of dim d (1-based, negative from the end); without d, the shape table.]],
+    [[d out of range.]] },
+  { "Queries", { "x:stride" }, "x:stride([d])",
+    [[The stride of dim d in elements; without d, a table of all strides.]],
+    [[d out of range.]] },
+  { "Queries", { "x:dim" }, "x:dim()", [[The number of dims (0 for a 0-d tensor).]] },
+  { "Queries", { "x:numel" }, "x:numel()", [[The number of elements.]] },
+  { "Queries", { "x.dtype" }, "x.dtype",
+    [[The dtype name: "float32", "float64", "int32", "int64" or "bool". Read-only, as is x.device.]] },
+  { "Queries", { "x.device" }, "x.device", [[The device name, "cpu" or "cuda". Read-only.]] },
+  { "Queries", { "x:is_contiguous" }, "x:is_contiguous()",
+    [[true when x's elements are packed in row-major order (views such as transposes are not).]] },
+  { "Queries", { "x:totable" }, "x:totable()",
+    [[A nested Lua table of x's values (booleans for a bool tensor; int64 values as Lua numbers,
+      exact up to 2^53); a 0-d tensor gives its value. Copies from the device when x is on CUDA.]] },
+  { "Queries", { "x:item" }, "x:item()",
+    [[The value of a one-element tensor as a Lua number (or boolean).]],
+    [[x has other than one element.]] },
+  { "Queries", { "tostring" }, "tostring(x) / print(x)",
+    [[The values, then a line such as [cuscan float32 tensor 2x3, cuda]. Tensors of more than 1000
+      elements show their corners with ... as numpy does.]] },
+
+  { "Views and copies", { "x:transpose" }, "x:transpose(d1, d2)",
+    [[A view of x with dims d1 and d2 swapped, sharing x's storage.]],
+    [[d1 or d2 out of range.]] },
+  { "Views and copies", { "x:narrow" }, "x:narrow(d, start, length)",
+    [[A view of elements start .. start+length-1 of dim d (start is 1-based; negative counts from
+      the end), sharing x's storage.]],
+    [[d out of range; start outside 1..size; length negative or running past the end.]] },
+  { "Views and copies", { "x:select" }, "x:select(d, i)",
+    [[The slice at index i (1-based, negative from the end) of dim d, without that dim: a view.]],
+    [[d or i out of range.]] },
+  { "Views and copies", { "x:reshape" }, "x:reshape(shape)",
+    [[x with a new shape of the same element count (one size may be -1, inferred): a view when x's
+      strides allow one, else a contiguous copy.]],
+    [[Sizes that do not hold x's element count; more than one -1.]] },
+  { "Views and copies", { "x:contiguous" }, "x:contiguous()",
+    [[x itself when contiguous, else a contiguous copy.]] },
+  { "Views and copies", { "x:clone" }, "x:clone()", [[A copy of x with its own storage.]] },
+  { "Views and copies", { "x:to" }, "x:to(device) / x:to(dtype) / x:to{device=, dtype=}",
+    [[x on another device or converted to another dtype: x itself when nothing changes, else a
+      copy. Float to integer conversion truncates toward zero.]],
+    [[An unknown device or dtype; "cuda" without a usable device.]] },
+  { "Views and copies", { "x:cpu" }, "x:cpu()", [[x on the CPU (x itself when it is there).]] },
+  { "Views and copies", { "x:cuda" }, "x:cuda()",
+    [[x on the CUDA device (x itself when it is there).]],
+    [[No usable CUDA device.]] },
+  { "Views and copies", { "x:free" }, "x:free()",
+    [[Releases x's storage now instead of at garbage collection (views of it keep theirs). Any later
+      use of x is an error.]] },
+  { "Views and copies", { "x:is_freed" }, "x:is_freed()",
+    [[true once x:free() has released x's storage, else false.]] },
+
+  { "Element-wise", { "x:add" }, "x:add(y) / x + y",
+    [[Element-wise sum; y is a tensor or a number. Shapes broadcast as in numpy; dtypes promote as in
+      torch (bool < int32 < int64 < float32 < float64). The operators + - * / and unary - are the
+      same operations.]],
+    [[Shapes that do not broadcast; tensors on different devices.]] },
+  { "Element-wise", { "x:sub" }, "x:sub(y) / x - y",
+    [[Element-wise difference, broadcasting as x:add.]],
+    [[As for x:add; bool operands.]] },
+  { "Element-wise", { "x:mul" }, "x:mul(y) / x * y", [[Element-wise product, broadcasting as x:add.]],
+    [[As for x:add.]] },
+  { "Element-wise", { "x:div" }, "x:div(y) / x / y",
+    [[Element-wise quotient, broadcasting as x:add; integer operands give float32.]],
+    [[As for x:add.]] },
+  { "Element-wise", { "x:neg" }, "x:neg() / -x", [[Element-wise negation.]], [[Bool tensors.]] },
+  { "Element-wise", { "x:pow" }, "x:pow(p)",
+    [[Element-wise x to the power p (a number or a tensor, broadcasting).]],
+    [[Negative integer powers of integer tensors.]] },
+  { "Element-wise", { "x:exp" }, "x:exp()",
+    [[Element-wise e^x; integer and bool tensors give float32.]] },
+  { "Element-wise", { "x:log" }, "x:log()",
+    [[Element-wise natural logarithm (-inf at 0, NaN below); integer and bool tensors give float32.]] },
+  { "Element-wise", { "x:sqrt" }, "x:sqrt()",
+    [[Element-wise square root; integer and bool tensors give float32.]] },
+  { "Element-wise", { "x:abs" }, "x:abs()", [[Element-wise absolute value, same dtype.]],
+    [[Bool tensors.]] },
+  { "Element-wise", { "x:maximum" }, "x:maximum(y)",
+    [[Element-wise larger of x and y (a tensor or a number), broadcasting; NaN propagates.]],
+    [[As for x:add.]] },
+  { "Element-wise", { "x:minimum" }, "x:minimum(y)",
+    [[Element-wise smaller of x and y, broadcasting; NaN propagates.]],
+    [[As for x:add.]] },
+  { "Element-wise", { "x:lt" }, "x:lt(v)",
+    [[A bool tensor, true where x < v (v a number or a tensor, broadcasting). cs.rand(shape):lt(0.5)
+      is a random mask.]],
+    [[Shapes that do not broadcast; tensors on different devices.]] },
+  { "Element-wise", { "x:le" }, "x:le(v)", [[A bool tensor, true where x <= v.]], [[As for x:lt.]] },
+  { "Element-wise", { "x:gt" }, "x:gt(v)", [[A bool tensor, true where x > v.]], [[As for x:lt.]] },
+  { "Element-wise", { "x:ge" }, "x:ge(v)", [[A bool tensor, true where x >= v.]], [[As for x:lt.]] },
+  { "Element-wise", { "x:eq" }, "x:eq(v)", [[A bool tensor, true where x == v.]], [[As for x:lt.]] },
+  { "Element-wise", { "x:ne" }, "x:ne(v)", [[A bool tensor, true where x ~= v.]], [[As for x:lt.]] },
+  { "Element-wise", { "x:logical_not" }, "m:logical_not()", [[Element-wise not of a mask.]] },
+  { "Element-wise", { "x:logical_and" }, "m:logical_and(m2)",
+    [[Element-wise and of two masks (m2 may be a boolean), broadcasting.]],
+    [[As for x:lt.]] },
+  { "Element-wise", { "x:logical_or" }, "m:logical_or(m2)",
+    [[Element-wise or of two masks (m2 may be a boolean), broadcasting.]],
+    [[As for x:lt.]] },
+  { "Element-wise", { "x:fill" }, "x:fill(v)",
+    [[Sets every element of x to v in place (through a view, the viewed elements); returns x.]],
+    [[v is not a number or boolean.]] },
+  { "Element-wise", { "x:copy" }, "x:copy(y)",
+    [[Sets x's elements to y's in place (y of any dtype and device, broadcasting to x's shape);
+      returns x.]],
+    [[y's shape does not broadcast to x's.]] },
+  { "Element-wise", { "cs.cat" }, "cs.cat(list, dim)",
+    [[The tensors of list (one device; shapes equal except along dim) joined along dim (default 1),
+      in the promoted dtype.]],
+    [[An empty list; tensors on different devices; shapes that differ off dim; 0-d tensors.]] },
+
+  { "Reductions", { "x:sum" }, "x:sum([dim])",
+    [[Without dim, the sum of all elements as a Lua number; with dim, a tensor without that dim
+      (integer and bool sums are int64).]],
+    [[dim out of range.]] },
+  { "Reductions", { "x:mean" }, "x:mean([dim])",
+    [[The mean of all elements (a Lua number) or along dim (integers give float32).]],
+    [[dim out of range.]] },
+  { "Reductions", { "x:max" }, "x:max([dim])",
+    [[The largest element (a Lua number) or the largest along dim; NaN propagates.]],
+    [[dim out of range.]] },
+  { "Reductions", { "x:min" }, "x:min([dim])",
+    [[The smallest element (a Lua number) or the smallest along dim; NaN propagates.]],
+    [[dim out of range.]] },
+
+  { "Checking results", { "cs.allclose" }, "cs.allclose(a, b[, opts])",
+    [[true when every element satisfies |a - b| <= atol + rtol * |b| (numpy's rule), with
+      opts = {rtol=1e-5, atol=1e-8, equal_nan=false}. a and b are tensors (on any devices) or nested
+      tables, and broadcast.]],
+    [[Shapes that do not broadcast; negative tolerances; an unknown option.]] },
+  { "Checking results", { "cs.max_abs_diff" }, "cs.max_abs_diff(a, b)",
+    [[The largest |a - b| over the elements (NaN where a NaN meets a number); across devices.]],
+    [[Shapes that do not broadcast.]] },
+  { "Checking results", { "cs.is_tensor" }, "cs.is_tensor(v)", [[true when v is a cuscan tensor.]] },
+  { "Checking results", { "assert.tensor_near" }, "assert.tensor_near(expected, actual[, rtol[, atol]])",
+    [[After require("cuscan.assertions") in a busted spec: passes when actual (a tensor) has
+      expected's shape (expected is a tensor, a nested table or a number), a compatible dtype and
+      every element within atol + rtol * |expected| (defaults by dtype: float32 1e-5 and 1e-6,
+      float64 1e-9 and 1e-12, integers exact). A failure gives the first differing index, both
+      values, and the largest absolute and relative errors.]] },
+  { "Checking results", { "assert.tensor_equal" }, "assert.tensor_equal(expected, actual)",
+    [[As assert.tensor_near with exact equality.]] },
+  { "Checking results", { "assert.same_shape" }, "assert.same_shape(a, b)",
+    [[Passes when a and b (tensors or nested tables) have one shape.]] },
+
+  { "Timing", { "cs.event" }, "cs.event([device])",
+    [[A timing event on the device (the default one unless named). e:record() marks a point in the
+      queued work and returns e; e:elapsed(later) waits for later and returns the milliseconds
+      between them: device time on CUDA, a monotonic clock on the CPU.]],
+    [[An unknown device; elapsed with something that is not an event.]] },
+  { "Timing", { "timeit" }, "timeit(fn[, opts])",
+    [[(bin/cuscan) Runs fn once to warm up, then again and again (at least 5 times and 0.2 s, or
+      opts.runs times), timing each run with events on the default device (device time on CUDA,
+      after the queued work completes) and prints the median, minimum and maximum in milliseconds.
+      Returns a table {median=, min=, max=, runs=, device=} in milliseconds.]],
+    [[fn is not a function; errors raised by fn.]] },
+
+  { "Module", { "cs.version" }, "cs.version",
+    [[The version string of the library, such as "0.1.0" (also `bin/cuscan --version`).]] },
+  { "Module", { "cs.dtypes" }, "cs.dtypes",
+    [[The dtype names: {"float32", "float64", "int32", "int64", "bool"}.]] },
+
+  { "REPL", { "help" }, "help([topic])",
+    [[(bin/cuscan) Prints the signature and description of a function given as a value
+      (help(cs.cumsum)) or a name (help"cumsum", help"x:narrow"); help(cs) lists every function of
+      the module, help(x) every method of the tensor x, help() every topic. In the REPL, ?name is
+      help"name".]] },
+  { "REPL", { "exit", "quit" }, "exit / quit",
+    [[(bin/cuscan) Typed alone on a line, leaves the REPL, as Ctrl-D does; exit(n) and quit(n)
+      leave with status n. Tab completes globals, cs. names, the methods of a tensor (x:) and the
+      option names of the call being typed.]] },
+}
+
+local GROUPS = { "Devices", "Constructors", "Scans", "Queries", "Views and copies", "Element-wise",
+                 "Reductions", "Checking results", "Timing", "Module", "REPL" }
+
+-- The names each function takes in its opts table, by entry key (the REPL completes them;
+-- spec/repl_spec.lua checks them against what each function accepts).
+local OPTIONS = {
+  ["cs.tensor"] = { "dtype", "device" },
+  ["cs.zeros"] = { "dtype", "device" },
+  ["cs.ones"] = { "dtype", "device" },
+  ["cs.full"] = { "dtype", "device" },
+  ["cs.rand"] = { "seed", "dtype", "device" },
+  ["cs.arange"] = { "dtype", "device" },
+  ["cs.cumsum"] = { "reverse", "exclusive", "mask", "out", "dtype" },
+  ["cs.cumprod"] = { "reverse", "exclusive", "mask", "out", "dtype" },
+  ["cs.explain"] = { "op", "reverse", "exclusive", "mask", "out", "dtype" },
+  ["x:reverse_cumsum"] = { "reverse", "exclusive", "mask", "out", "dtype" },
+  ["x:masked_cumsum"] = { "reverse", "exclusive", "mask", "out", "dtype" },
+  ["x:to"] = { "device", "dtype" },
+  ["cs.allclose"] = { "rtol", "atol", "equal_nan" },
+  ["timeit"] = { "runs", "warmup", "device", "quiet" },
+}
+
+local function squash(s)
+  return (s and s:gsub("%s+", " "):gsub("^ ", ""):gsub(" $", "")) or nil
+end
+
+local entries, by_name = {}, {}
+for _, e in ipairs(ENTRIES) do
+  local entry = { group = e[1], names = e[2], name = e[2][1], signature = e[3], doc = squash(e[4]),
+                  errors = squash(e[5]), options = OPTIONS[e[2][1]] }
+  entries[#entries + 1] = entry
+  for _, n in ipairs(entry.names) do by_name[n] = entry end
+end
+
+local help = { entries = entries, groups = GROUPS }
+
+local function wrap(text, width, indent)
+  local lines, line = {}, indent
+  for word in text:gmatch("%S+") do
+    if #line + #word + 1 > width and line ~= indent then
+      lines[#lines + 1] = line
+      line = indent
+    end
+    line = (line == indent) and (line .. word) or (line .. " " .. word)
+  end
+  if line ~= indent then lines[#lines + 1] = line end
+  return concat(lines, "\n")
+end
+
+-- The entry for a name: "cumsum", "cs.cumsum", "x:cumsum", ":cumsum", "x.cumsum", "dtype".
+function help.find(name)
+  name = name:gsub("^%s+", ""):gsub("%s+$", ""):gsub("%(%)$", "")
+  if by_name[name] then return by_name[name] end
+  local bare = name:gsub("^cs%.", ""):gsub("^x[:.]", ""):gsub("^:", ""):gsub("^assert%.", "")
+  for _, key in ipairs({ "cs." .. bare, "x:" .. bare, "x." .. bare, "assert." .. bare, bare }) do
+    if by_name[key] then return by_name[key] end
+  end
+  return nil
+end
+
+-- The module and the tensor methods, loaded when first needed (README's reference needs neither).
+local function module()
+  return require("cuscan"), require("cuscan.core").methods
+end
+
+-- The entry for a function value (a module function, a tensor method or a REPL global).
+function help.lookup(f)
+  local cs, methods = module()
+  for k, v in pairs(cs) do
+    if v == f and by_name["cs." .. k] then return by_name["cs." .. k] end
+  end
+  for k, v in pairs(methods) do
+    if v == f and by_name["x:" .. k] then return by_name["x:" .. k] end
+  end
+  for _, name in ipairs({ "timeit", "exit", "quit" }) do
+    if f == rawget(_G, name) then return by_name[name] end
+  end
+  return nil
+end
+
+local function entry_text(e)
+  local out = { e.signature, wrap(e.doc, 78, "  ") }
+  if e.errors then out[#out + 1] = wrap("Errors: " .. e.errors, 78, "  ") end
+  return concat(out, "\n")
+end
+
+-- Every entry by group; with a pattern, only the entries with a name that matches it, each shown
+-- by that name (so help(x) shows x:cumsum where help() shows cs.cumsum).
+local function topic_list(pattern)
+  local out = {}
+  for _, g in ipairs(GROUPS) do
+    local names = {}
+    for _, e in ipairs(entries) do
+      if e.group == g then
+        for _, n in ipairs(pattern and e.names or { e.name }) do
+          if not pattern or n:match(pattern) then
+            names[#names + 1] = n
+            break
+          end
+        end
+      end
+    end
+    if #names > 0 then out[#out + 1] = wrap(g .. ": " .. concat(names, ", "), 78, "  ") end
+  end
+  return concat(out, "\n")
+end
+
+local function is_tensor(v)
+  local t = type(v)
+  return (t == "table" or t == "cdata" or t == "userdata") and module().is_tensor(v)
+end
+
+-- help(topic): prints the entry of a function or a name, or a list (help(), help(cs), help(x)).
+setmetatable(help, { __call = function(_, topic)
+  local e
+  if topic == nil then
+    print("cuscan " .. module().version .. ": help(cs.cumsum), help\"cumsum\" or ?cumsum describes one " ..
+          "function; help(cs) and help(x) list the module's functions and a tensor's methods. Topics:")
+    print(topic_list())
+    print("Dims are 1-based (negative from the end). Tab completes names; exit, quit or Ctrl-D leaves.")
+    return
+  end
+  if rawequal(topic, help) then
+    e = by_name.help
+  elseif type(topic) == "function" then
+    e = help.lookup(topic)
+    if not e then print("help: no entry for this function (help() lists the topics)") return end
+  elseif type(topic) == "string" then
+    e = help.find(topic)
+    if not e then
+      local like = {}
+      local low = topic:lower()
+      for _, x in ipairs(entries) do
+        if x.name:lower():find(low, 1, true) or x.doc:lower():find(low, 1, true) then
+          like[#like + 1] = x.name
+        end
+      end
+      if #like > 0 then
+        print(format("help: no entry named %q; entries that mention it: %s", topic, concat(like, ", ")))
+      else
+        print(format("help: no entry named %q (help() lists the topics)", topic))
+      end
+      return
+    end
+  elseif rawequal(topic, module()) then
+    print("cuscan module functions (help\"name\" for one):")
+    print(topic_list("^cs%."))
+    return
+  elseif is_tensor(topic) then
+    print(format("tensor methods of a %s %s tensor (help\"name\" for one):", topic.dtype, topic.device))
+    print(topic_list("^x[:.]"))
+    return
+  else
+    print("help: expected a function, a name, cs or a tensor, got a " .. type(topic))
+    return
+  end
+  print(entry_text(e))
+end })
+
+-- The option names of the function called name ("cumsum", "x:to", "cs.rand"), or nil.
+function help.options(name)
+  local e = help.find(name)
+  return e and e.options
+end
+
+-- The API reference in Markdown, as README.md carries it.
+function help.markdown()
+  local out = {}
+  for _, g in ipairs(GROUPS) do
+    out[#out + 1] = "### " .. g .. "\n"
+    for _, e in ipairs(entries) do
+      if e.group == g then
+        local sigs = {}
+        for part in (e.signature .. " / "):gmatch("(.-) / ") do sigs[#sigs + 1] = "`" .. part .. "`" end
+        out[#out + 1] = "- " .. concat(sigs, " / ") .. ": " .. e.doc ..
+                        (e.errors and (" *Errors:* " .. e.errors) or "")
+      end
+    end
+    out[#out + 1] = ""
+  end
+  return concat(out, "\n")
+end
+
+local BEGIN = "<!%-%- API reference: [^\n]*%-%->\n"
+local END = "<!%-%- end of API reference %-%->"
+
+-- text (README.md's) with its API reference section replaced by help.markdown(); nil and a
+-- message when the section's markers are missing.
+function help.readme(text)
+  local _, e = text:find(BEGIN)
+  local s2 = e and text:find(END, e)
+  if not s2 then
+    return nil, "no API reference section (<!-- API reference: ... --> ... <!-- end of API reference -->)"
+  end
+  return text:sub(1, e) .. help.markdown() .. text:sub(s2)
+end
+
+-- Rewrites the API reference section of the README at path (`make readme`).
+function help.write_readme(path)
+  local f = assert(io.open(path, "rb"))
+  local text = f:read("*a")
+  f:close()
+  local new, err = help.readme(text)
+  if not new then error("cuscan: " .. path .. ": " .. err, 0) end
+  if new ~= text then
+    f = assert(io.open(path, "wb"))
+    f:write(new)
+    f:close()
+  end
+end
+
+return help
