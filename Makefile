@@ -84,6 +84,7 @@ HDRS = $(wildcard src/*.h)
 CUH  = $(wildcard kernels/*.cuh)
 
 .DELETE_ON_ERROR:
+.SECONDARY: $(PAIRS:%=$(BUILD)/gen/scan_%.cu)
 .PHONY: all announce test demo bench bench-plot repl readme install uninstall asan sanitize clean tools run-specs
 all: announce $(LIB) $(CDEF)
 
@@ -153,7 +154,8 @@ demo: all tools
 	@$(LUA_ENV) luajit examples/demo.lua
 
 bench: all tools
-	@$(LUA_ENV) luajit bench/bench.lua $(if $(CSV),--csv $(CSV)) $(if $(GRID),--grid)
+	@$(LUA_ENV) luajit bench/bench.lua $(if $(CSV),--csv $(CSV))
+	@$(if $(GRID),$(LUA_ENV) luajit bench/grid.lua --csv bench/grid.csv,true)
 
 # GB/s against size for each op with the copy line: bench/sweep.png (gnuplot), else bench/sweep.csv;
 # the shape grid's heat maps from bench/grid.csv when a grid run wrote it

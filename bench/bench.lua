@@ -134,6 +134,57 @@ for _, row in ipairs(ROWS) do
   end
 end
 
+-- cases beyond the rows: odd lengths, promoted pairs, views. Each against a copy of its input (a
+-- view copied into a contiguous tensor), counting its own bytes: input and output at their
+-- dtypes' sizes, the mask at one byte an element.
+local CASES = {}
+if on_cuda then
+  CASES = {
+    { "f32 12345x999 dim2", function() return cs.rand({ 12345, 999 }, { seed = 11 }) end, 2 },
+    { "f32 13000000x5 dim1", function() return cs.rand({ 13000000, 5 }, { seed = 12 }) end, 1 },
+    { "f32 3x333333x7 dim2", function() return cs.rand({ 3, 333333, 7 }, { seed = 13 }) end, 2 },
+    { "f32 2^24x2x2 dim2", function() return cs.rand({ 2 ^ 24, 2, 2 }, { seed = 14 }) end, 2 },
+    { "f32->f64 32768x16384 dim2", function() return cs.rand({ 32768, 16384 }, { seed = 15 }) end, 2, dtype = "float64" },
+    { "f32->f64 32768x16384 dim1", function() return cs.rand({ 32768, 16384 }, { seed = 16 }) end, 1, dtype = "float64" },
+    { "i32->i64 32768x16384 dim2", function() return (cs.rand({ 32768, 16384 }, { seed = 17 }) * 100):to("int32") end, 2,
+      dtype = "int64" },
+    { "bool->i64 32768x32768 dim2", function() return cs.rand({ 32768, 32768 }, { seed = 18 }):lt(0.5) end, 2 },
+    { "bool->i32 32768x32768 dim2", function() return cs.rand({ 32768, 32768 }, { seed = 19 }):lt(0.5) end, 2,
+      dtype = "int32" },
+    { "f32 stride-2 view dim2", function()
+        return cs.rand({ 16384, 16384, 2 }, { seed = 20 }):select(3, 1) end, 2 },
+    { "f32 narrow 32768x32767 dim2", function()
+        return cs.rand({ 32768, 32768 }, { seed = 21 }):narrow(2, 2, 32767) end, 2 },
+    { "f32 transposed 16384^2 dim1", function()
+        return cs.rand({ 16384, 16384 }, { seed = 22 }):transpose(1, 2) end, 1 },
+    { "f32 masked 1x2^28 dim2", function() return cs.rand({ 1, 2 ^ 28 }, { seed = 23 }) end, 2, masked = true },
+  }
+end
+local case_results = {}
+local SIZE = { float32 = 4, float64 = 8, int32 = 4, int64 = 8, bool = 1 }
+for _, case in ipairs(CASES) do
+  if not opts.only or case[1]:find(opts.only, 1, true) then
+    local x = case[2]()
+    local shape = x:shape()
+    local n = x:numel()
+    local y = x:clone()
+    local mask = case.masked and cs.rand(shape, { seed = 3 }):lt(0.5) or nil
+    local out = x:cumsum(case[3], { dtype = case.dtype, mask = mask })
+    local function copy_time() return time_ms(function() y:copy(x) end, opts.reps) end
+    local copy_ms = math.min(copy_time(), copy_time())
+    local fn = function() x:cumsum(case[3], { dtype = case.dtype, mask = mask, out = out }) end
+    local ms = math.min(time_ms(fn, opts.reps), time_ms(fn, opts.reps))
+    copy_ms = math.min(copy_ms, copy_time())
+    local bytes = n * (SIZE[x.dtype] + SIZE[out.dtype]) + (mask and n or 0)
+    local copy_gbs = 2 * n * SIZE[x.dtype] / copy_ms / 1e6
+    case_results[#case_results + 1] = { name = case[1], ms = ms, copy_ms = copy_ms, gbs = bytes / ms / 1e6,
+      frac = bytes / ms / 1e6 / copy_gbs, plan = cs.explain(x, case[3], { dtype = case.dtype, mask = mask, out = out }) }
+    x, y, mask, out = nil, nil, nil, nil
+    collectgarbage()
+    collectgarbage()
+  end
+end
+
 -- host overhead of a launch from Lua (asynchronous), on a small tensor
 local host_us
 do
@@ -236,6 +287,12 @@ for _, r in ipairs(results) do
     csv:write(string.format("%s,%s,%s,%s,%.5f,%.5f,%.1f,%.5f,%.1f,%.4f,%s,%s,%s,%s,%s\n", info and info.name or "cpu", date,
       r.case, r.op, r.ms, math.max(r.ms1, r.ms2), r.gbs, r.copy_ms, r.copy_gbs, r.frac, r.target or "",
       r.met == nil and "" or tostring(r.met), peer and peer.eager or "", peer and peer.compiled or "", speedup or ""))
+  end
+end
+if #case_results > 0 then
+  print(string.format("\n%-28s %9s %9s %8s %7s  %s", "case (cumsum)", "ms", "copy ms", "GB/s", "%floor", "plan"))
+  for _, r in ipairs(case_results) do
+    print(string.format("%-28s %9.4f %9.4f %8.0f %6.1f%%  %s", r.name, r.ms, r.copy_ms, r.gbs, 100 * r.frac, r.plan))
   end
 end
 print(string.format("host time to launch one scan from Lua (128x4000, asynchronous): %.2f us (target <= 10 us)", host_us))

@@ -407,7 +407,8 @@ cs_status launch_op(const cs_scan_plan *p, cudaStream_t stream)
             switch (family) {
             case kSlabsFamily: return launch_slabs<S>(p, stream, rep, mode);
             case kColumnsFamily: {
-                const cs_scan_plan c = p->layout == CS_LAYOUT_COLUMNS ? *p : as_columns(p);
+                // a flat plan merges every dim inside the scanned one into one run of columns
+                const cs_scan_plan c = p->flat ? as_columns(p) : *p;
                 return launch_columns<S>(&c, stream, rep, mode);
             }
             default: {
