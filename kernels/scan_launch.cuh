@@ -332,16 +332,16 @@ cs_status launch_slabs(const cs_scan_plan *p, cudaStream_t stream, Report &rep, 
     a.exclusive = p->exclusive;
     // tile shape: whole rows of at most kSlabMaxWidth columns (wider rows in column blocks), whole
     // slabs when they fit
+    const bool pieces_forced = mode_is(force_mode, "walk") || mode_is(force_mode, "lookback");
     int64_t width = inner <= P::kSlabMaxWidth ? inner : P::kSlabMaxWidth;
-    if (inner > P::kSlabMaxWidth && L * (int64_t)P::kSlabMaxWidth <= tile) {
+    if (inner > P::kSlabMaxWidth && L * (int64_t)P::kSlabMaxWidth <= tile && !pieces_forced) {
         // short wide slabs: whole slabs of a wider column block
         width = (tile / L) / 32 * 32;
         if (width > inner) width = inner;
     }
     a.width = (int)width;
     a.col_blocks = (inner + width - 1) / width;
-    bool whole = L * width <= tile;
-    if (mode_is(force_mode, "walk") || mode_is(force_mode, "lookback")) whole = false;
+    const bool whole = L * width <= tile && !pieces_forced;
     int64_t units;
     if (whole) {
         a.mode = kSlabWhole;

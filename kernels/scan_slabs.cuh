@@ -50,6 +50,7 @@ struct SlabArgs {
 struct SlabTile {
     int64_t row0, col0;
     int nrows, ncols;
+    int nblocks;              // segment blocks of SR logical rows: ceil(nrows / SR)
     int64_t piece, strip;
 };
 
@@ -96,14 +97,16 @@ struct SlabScan {
             t.col0 = cb * a.width;
         }
         t.ncols = (int)min((int64_t)a.width, a.inner - t.col0);
+        t.nblocks = (int)a.div_seg_rows.div((unsigned)(t.nrows + a.seg_rows - 1));
         return t;
     }
 
-    // Shared index of tile element (r, c) of logical row rho (scan order) in segment block `blk`
-    // (rho / SR): rows of ncols elements, `pad` spare elements after every SR logical rows.
+    // Shared index of tile element (r, c) whose logical row (scan order) lies in segment block `blk`
+    // (rho / SR): rows of ncols elements, `pad` spare elements between segment blocks, which are
+    // counted in physical order (from the end when reversed) so the index grows with (r, c).
     __device__ __forceinline__ static int sidx(const SlabArgs &a, const SlabTile &t, int r, int c, int blk)
     {
-        return r * t.ncols + c + blk * a.pad;
+        return r * t.ncols + c + (S::REVERSE ? t.nblocks - 1 - blk : blk) * a.pad;
     }
 
     __device__ __forceinline__ static OutT staged(InT v, bool keep)
@@ -325,6 +328,11 @@ __device__ __forceinline__ void scan_staged_tile(const SlabArgs &a, const SlabTi
     using AccT = typename S::AccT;
     using Op = typename S::Op;
     const Op op;
+    if (a.segs == 1 && a.mode == kSlabWhole) {
+        // wide whole slabs: a thread scans every THREADS-th column, nothing carried in or out
+        for (int c = threadIdx.x; c < t.ncols; c += T::THREADS) T::segment_outputs(a, t, sh, 0, c, Op::identity());
+        return;
+    }
     const typename T::Walk w = T::walk_of(a, t);
     AccT seg_prefix[T::MAX_COLS], total[T::MAX_COLS];
     if (a.segs > 1) {

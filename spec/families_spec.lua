@@ -62,7 +62,7 @@ describe("kernel families #cuda", function()
           local pair = PAIRS[(si + k) % #PAIRS + 1]
           local op = (pair[1] == "bool" or rng:bool(0.6)) and "cumsum" or "cumprod"
           local opts = { reverse = rng:bool(), exclusive = rng:bool(0.3), dtype = pair[2] }
-          local masked = rng:bool(0.4)
+          local masked = rng:bool(0.4) and family ~= "columns/walk"   -- masked column scans never walk
           local seed = rng:int(1, 1e9)
           local case = ("%s %s %s -> %s %s%s%s%s"):format(family, table.concat(shape, "x"), pair[1], pair[2], op,
             opts.reverse and " reverse" or "", opts.exclusive and " exclusive" or "", masked and " masked" or "")
@@ -115,7 +115,7 @@ describe("kernel families #cuda", function()
     local x = cs.rand({ 40, 30, 20 }, { seed = 7, device = "cpu" })
     local view = x:narrow(3, 2, 15)   -- rows of 15 at a stride of 20: not one dense layout
     cs.force_family("slabs")
-    local plan = cs.explain(view:cuda(), 2)
+    local plan = cs.explain(x:cuda():narrow(3, 2, 15), 2)
     assert.is_nil(plan:match("^cuda slabs"), plan)
     check(view:cumsum(2), x:cuda():narrow(3, 2, 15):cumsum(2), "float32", "cumsum", 30)
   end)

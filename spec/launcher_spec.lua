@@ -340,7 +340,10 @@ describe("the REPL in a terminal", function()
     os.execute("rm -rf " .. q(dir))
     assert.matches("rlwrap called with: %-C cuscan %-b %S+ %-f %S+ luajit " .. CUSCAN:gsub("%p", "%%%0"), out)
     assert.not_matches("no line editing", out, 1, true)
-    assert.matches("\n> =2 %+ 2\n4\n", out)
+    -- the terminal echoes the typed line before the prompt when the REPL starts slowly (a GPU to
+    -- open), so the result may follow the prompt on the same line
+    assert.matches("=2 + 2", out, 1, true)
+    assert.matches("\n>? ?4\r?\n", out)
     for _, w in ipairs({ "cumsum", "cumprod", "masked_cumsum", "narrow", "rand", "reverse", "exclusive", "timeit",
                          "help", "exit", "quit", "dtype", "device" }) do
       assert.matches("\n" .. w .. "\n", "\n" .. words, 1, true)
