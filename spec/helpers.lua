@@ -301,11 +301,12 @@ end
 function H.bits(t)
   local c = t:cpu():contiguous()
   if c:numel() == 0 then return "" end
-  local C = require("cuscan.core").C
-  local size = require("cuscan.core").DTYPE_SIZE[require("cuscan.core").DTYPE[c.dtype]]
-  local base = ffi.cast("uint8_t *", C.cs_tensor_host_data(c.h)) + C.cs_tensor_offset(c.h) * size
+  local core = require("cuscan.core")
+  local C, ch = core.C, core.check_tensor(c, "bits", "t")
+  local size = core.DTYPE_SIZE[core.DTYPE[c.dtype]]
+  local base = ffi.cast("uint8_t *", C.cs_tensor_host_data(ch)) + C.cs_tensor_offset(ch) * size
   local s = ffi.string(base, c:numel() * size)
-  require("cuscan.core").keep(c)  -- base points into c's storage
+  core.keep(c)  -- base points into c's storage
   return s
 end
 

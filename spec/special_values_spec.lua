@@ -147,12 +147,13 @@ end)
 
 describe("reading NaNs of any payload", function()
   local ffi = require("ffi")
-  local C = require("cuscan.core").C
+  local core = require("cuscan.core")
+  local C = core.C
 
   -- a CPU tensor whose elements hold the given bit patterns
   local function with_bits(dtype, patterns)
     local t = cs.zeros({ #patterns }, { dtype = dtype, device = "cpu" })
-    local p = ffi.cast(dtype == "float32" and "uint32_t *" or "uint64_t *", C.cs_tensor_host_data(t.h))
+    local p = ffi.cast(dtype == "float32" and "uint32_t *" or "uint64_t *", C.cs_tensor_host_data(core.check_tensor(t, "with_bits", "t")))
     for i, b in ipairs(patterns) do p[i - 1] = b end
     return t
   end

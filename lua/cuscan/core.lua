@@ -56,7 +56,7 @@ core.fail = fail
 local function describe(v)
   local t = type(v)
   if t == "nil" then return "nil" end
-  if t == "table" and core.tensor_mt and getmetatable(v) == core.tensor_mt then return "a tensor" end
+  if core.is_tensor(v) then return "a tensor" end
   if t == "number" then return "number " .. tostring(v) end
   if t == "string" then return format("string %q", #v > 40 and v:sub(1, 37) .. "..." or v) end
   if t == "boolean" then return "boolean " .. tostring(v) end
@@ -180,40 +180,53 @@ end
 ---------------------------------------------------------------------------------------------------
 -- tensors: type checks and shape facts
 ---------------------------------------------------------------------------------------------------
--- A tensor is a small Lua table { h = handle } whose metatable (core.tensor_mt, filled in by
--- cuscan.tensor) gives the methods, the fields dtype and device, tostring and the operators. The
--- handle is a `cs_tensor *` tied to the collector with ffi.gc(handle, cs_tensor_free).
+-- A tensor is a userdata proxy (newproxy) sharing one metatable, core.tensor_mt, which
+-- cuscan.tensor fills in with the methods, the fields dtype and device, tostring, indexing, #x and
+-- the operators. Its handle, a `cs_tensor *` tied to the collector with
+-- ffi.gc(handle, cs_tensor_free), is out of reach of Lua code: the proxy's environment table
+-- owns it, and a private table with weak keys and values finds it. So a handle cannot be read,
+-- replaced or forged from Lua, and a foreign value is never taken for a tensor.
 --
--- (The handle itself cannot carry the operators: LuaJIT treats `pointer + number` as C pointer
--- arithmetic, and the trace recorder of LuaJIT 2.1.0-beta3 mishandles that for a pointer to an
--- incomplete struct and crashes the VM. Passing the collected handle itself to C, rather than a
--- copy of it, also keeps its storage alive for as long as C uses it.)
+-- Why a userdata: LuaJIT 2.1 ignores __len on tables (#x), and a userdata has no fields to set.
+-- Why the handle rather than the tensor is what C gets: the handle check_tensor returns keeps its
+-- storage alive for as long as the caller holds it, even where a compiled trace treats the tensor
+-- itself as dead; and since only the tensor's environment owns the handle, both go in the same
+-- collection. (The handle cannot be the tensor: LuaJIT treats `pointer + number` as C pointer
+-- arithmetic, never as __add.)
 --
--- Convention in the module: x is a tensor (the table), xh its handle for C calls. Helpers named
--- *_of take handles; check_tensor returns the handle; the constructors return tensors.
-local tensor_mt = {}
+-- Convention in the module: x is a tensor, xh its handle for C calls. Helpers named *_of take
+-- handles; check_tensor returns the handle; the constructors return tensors.
+local proto = newproxy(true)
+local tensor_mt = getmetatable(proto)
 core.tensor_mt = tensor_mt
-local setmetatable, getmetatable = setmetatable, getmetatable
+local handles = setmetatable({}, { __mode = "kv" })
+local newproxy, setfenv = newproxy, debug.setfenv
 local cs_tensor_free = C.cs_tensor_free
+local cs_tensor_is_released = C.cs_tensor_is_released
 
 -- A tensor owning the handle h (which must not be owned yet).
 local function wrap(h)
-  return setmetatable({ h = ffi_gc(h, cs_tensor_free) }, tensor_mt)
+  h = ffi_gc(h, cs_tensor_free)
+  local x = newproxy(proto)
+  setfenv(x, { h })
+  handles[x] = h
+  return x
 end
 core.wrap = wrap
 
 local function is_tensor(v)
-  return getmetatable(v) == tensor_mt
+  return handles[v] ~= nil
 end
 core.is_tensor = is_tensor
 
--- The handle of the tensor argument `v`, or an error naming it.
-local function check_tensor(v, fname, argname)
-  if getmetatable(v) ~= tensor_mt then
+-- The handle of the tensor argument `v`, or an error naming it. A freed tensor is an error
+-- unless allow_freed (for the queries that still answer after x:free()).
+local function check_tensor(v, fname, argname, allow_freed)
+  local h = handles[v]
+  if h == nil then
     raise(format("%s: %s: expected a tensor, got %s", fname, argname, describe(v)))
   end
-  local h = v.h
-  if C.cs_tensor_is_released(h) ~= 0 then
+  if not allow_freed and cs_tensor_is_released(h) ~= 0 then
     raise(format("%s: %s: tensor was freed", fname, argname))
   end
   return h
@@ -401,8 +414,9 @@ local function take()
 end
 
 local function adopt(dev, dtype)
+  local n = tonumber(C.cs_tensor_numel(outp[0]))
   local t = take()
-  note_alloc(dev, tonumber(C.cs_tensor_numel(t.h)) * DTYPE_SIZE[dtype])
+  note_alloc(dev, n * DTYPE_SIZE[dtype])
   return t
 end
 
@@ -476,7 +490,8 @@ end
 -- letting the collector free the storage under the pointer; an FFI call cannot be optimised away.
 local cs_tensor_ndim = C.cs_tensor_ndim
 function core.keep(t)
-  cs_tensor_ndim(t.h)
+  local h = handles[t]
+  if h ~= nil then cs_tensor_ndim(h) end
 end
 
 -- The methods table of the tensor metatype; the parts of the module fill it in.

@@ -29,11 +29,11 @@ data.host_ptr = host_ptr
 
 -- A CPU tensor with the tensor t's values: t itself when it already is one, else a copy.
 local function on_host(t, fname)
-  local th = t.h
+  local th = core.check_tensor(t, fname, "x")
   if tonumber(C.cs_tensor_device(th)) == CPU then return t end
   local dtype = tonumber(C.cs_tensor_dtype(th))
   local h = core.empty(core.shape_of(th), dtype, CPU, fname)
-  core.call(fname, C.cs_copy, h.h, th)
+  core.call(fname, C.cs_copy, core.check_tensor(h, fname, "x"), th)
   return h
 end
 data.on_host = on_host
@@ -79,7 +79,7 @@ end
 function data.totable(x)
   core.check_tensor(x, "totable", "x")
   local h = on_host(x, "totable")
-  local hh = h.h
+  local hh = core.check_tensor(h, "totable", "x")
   local dtype = tonumber(C.cs_tensor_dtype(hh))
   local read = READ[dtype]
   local nd = C.cs_tensor_ndim(hh)
@@ -101,7 +101,7 @@ local function read_raw_int64(p, i) return p[i] end
 -- raw, int64 values stay int64 cdata (exact).
 function data.flat(x, fname, raw)
   local h = on_host(x, fname)
-  local hh = h.h
+  local hh = core.check_tensor(h, fname, "x")
   local dtype = tonumber(C.cs_tensor_dtype(hh))
   local read = (raw and dtype == I64) and read_raw_int64 or READ[dtype]
   local nd = C.cs_tensor_ndim(hh)
@@ -150,7 +150,7 @@ function data.item(x)
                  core.shape_str(core.shape_of(xh))))
   end
   local h = on_host(x, "item")
-  local hh = h.h
+  local hh = core.check_tensor(h, "item", "x")
   local dtype = tonumber(C.cs_tensor_dtype(hh))
   -- the single element sits at the offset whatever the strides are
   local v = READ[dtype](read_ptr(hh, dtype), 0)
@@ -292,22 +292,23 @@ function data.from_table(value, dtype, dev, fname)
   if core.is_tensor(value) then
     local vh = core.check_tensor(value, fname, "data")
     local h = core.empty_like(vh, dtype or tonumber(C.cs_tensor_dtype(vh)), dev, fname)
-    core.call(fname, C.cs_copy, h.h, vh)
+    core.call(fname, C.cs_copy, core.check_tensor(h, fname, "data"), vh)
     return h
   end
   local shape, kind = infer(value, fname)
   if dtype == nil then dtype = (kind == "boolean") and BOOL or F32 end
   local nd, n = core.parse_shape(shape, fname, "data")
   local h = core.empty_from_sh(nd, dtype, CPU, fname)
+  local hh = core.check_tensor(h, fname, "data")
   if n > 0 then
-    local p = host_ptr(h.h, dtype)
+    local p = host_ptr(hh, dtype)
     local write = writer(dtype, fname)
     if nd == 0 then write(p, 0, value) else fill_rows(value, 1, nd, p, 0, write) end
     keep(h)
   end
   if dev == CPU then return h end
-  local d = core.empty_like(h.h, dtype, dev, fname)
-  core.call(fname, C.cs_copy, d.h, h.h)
+  local d = core.empty_like(hh, dtype, dev, fname)
+  core.call(fname, C.cs_copy, core.check_tensor(d, fname, "data"), hh)
   return d
 end
 

@@ -80,14 +80,14 @@ end
 function cs.zeros(shape, opts)
   local dtype, dev = ctor_opts(opts, CTOR_OPTS, "zeros")
   local t = new_tensor(shape, dtype or F32, dev, "zeros")
-  core.call("zeros", C.cs_fill_int64, t.h, 0)
+  core.call("zeros", C.cs_fill_int64, core.check_tensor(t, "zeros", "x"), 0)
   return t
 end
 
 function cs.ones(shape, opts)
   local dtype, dev = ctor_opts(opts, CTOR_OPTS, "ones")
   local t = new_tensor(shape, dtype or F32, dev, "ones")
-  core.call("ones", C.cs_fill_int64, t.h, 1)
+  core.call("ones", C.cs_fill_int64, core.check_tensor(t, "ones", "x"), 1)
   return t
 end
 
@@ -144,7 +144,7 @@ function cs.rand(shape, opts)
   end
   local seed = (opts and opts.seed ~= nil) and check_seed(opts.seed, "rand") or next_seed()
   local t = new_tensor(shape, dtype, dev, "rand")
-  core.call("rand", C.cs_rand, t.h, seed)
+  core.call("rand", C.cs_rand, core.check_tensor(t, "rand", "x"), seed)
   return t
 end
 
@@ -173,7 +173,7 @@ function cs.arange(a, b, c, d)
   local n = math.ceil((stop - start) / step)
   if n < 0 then n = 0 end
   local t = new_tensor({ n }, dtype, dev, "arange")
-  core.call("arange", C.cs_arange, t.h, start, step)
+  core.call("arange", C.cs_arange, core.check_tensor(t, "arange", "x"), start, step)
   return t
 end
 

@@ -61,7 +61,7 @@ ops.broadcast_shape = broadcast_shape
 -- The tensor t seen with shape `to` (t's shape broadcasts to it): t itself, or a view with zero
 -- strides.
 local function expand(t, tshape, to, fname)
-  local th = t.h
+  local th = check_tensor(t, fname, "x")
   local nt, n = #tshape, #to
   local same = nt == n
   if same then
@@ -148,7 +148,8 @@ local function binary(a, b, op, kind, fname)
     if va == a then out = core.empty_like(ah, odt, dev, fname)
     elseif vb == b then out = core.empty_like(bh, odt, dev, fname)
     else out = core.empty(shape, odt, dev, fname) end
-    core.call(fname, C.cs_binary, out.h, va.h, vb.h, op)
+    core.call(fname, C.cs_binary, check_tensor(out, fname, "out"), check_tensor(va, fname, "a"),
+              check_tensor(vb, fname, "b"), op)
     return out
   end
   local t, s, first = ah, b, 0
@@ -178,7 +179,7 @@ local function binary(a, b, op, kind, fname)
     end
   end
   local out = core.empty_like(t, odt, tonumber(C.cs_tensor_device(t)), fname)
-  core.call(fname, C.cs_binary_scalar, out.h, t, s, op, first)
+  core.call(fname, C.cs_binary_scalar, check_tensor(out, fname, "out"), t, s, op, first)
   return out
 end
 ops.binary = binary
@@ -194,7 +195,7 @@ local function unary(x, op, fname, result)
     odt = dt
   end
   local out = core.empty_like(xh, odt, tonumber(C.cs_tensor_device(xh)), fname)
-  core.call(fname, C.cs_unary, out.h, xh, op)
+  core.call(fname, C.cs_unary, check_tensor(out, fname, "out"), xh, op)
   return out
 end
 
@@ -255,20 +256,20 @@ local function reduce_all(xh, op, fname)
   local float = IS_FLOAT[dt] or op == R.mean
   local odt = float and F64 or I64
   local out = core.empty({}, odt, dev, fname)
-  core.call(fname, C.cs_reduce, out.h, xh, -1, op)
+  core.call(fname, C.cs_reduce, check_tensor(out, fname, "out"), xh, -1, op)
   if dev ~= CPU then
     if float then
       scalar_f64 = scalar_f64 or core.empty({}, F64, CPU, fname)
-      core.call(fname, C.cs_copy, scalar_f64.h, out.h)
+      core.call(fname, C.cs_copy, check_tensor(scalar_f64, fname, "out"), check_tensor(out, fname, "out"))
       out = scalar_f64
     else
       scalar_i64 = scalar_i64 or core.empty({}, I64, CPU, fname)
-      core.call(fname, C.cs_copy, scalar_i64.h, out.h)
+      core.call(fname, C.cs_copy, check_tensor(scalar_i64, fname, "out"), check_tensor(out, fname, "out"))
       out = scalar_i64
     end
   end
   local v
-  local oh = out.h
+  local oh = check_tensor(out, fname, "out")
   local p = ffi.cast(core.ELEM_PTR[odt], C.cs_tensor_host_data(oh)) + C.cs_tensor_offset(oh)
   if odt == F64 then v = core.read_f64(ffi.cast("uint32_t *", p), 0) else v = tonumber(p[0]) end
   core.keep(out)  -- p points into out's storage
@@ -289,7 +290,7 @@ local function reduce(x, dim, op, fname)
   local shape = shape_of(xh)
   table.remove(shape, k + 1)
   local out = core.empty(shape, odt, tonumber(C.cs_tensor_device(xh)), fname)
-  core.call(fname, C.cs_reduce, out.h, xh, k, op)
+  core.call(fname, C.cs_reduce, check_tensor(out, fname, "out"), xh, k, op)
   return out
 end
 
@@ -338,16 +339,16 @@ function ops.cat(list, dim)
   shape[k] = total
   core.parse_shape(shape, "cat")
   local out = core.empty(shape, odt, dev, "cat")
-  local oh = out.h
+  local oh = check_tensor(out, "cat", "out")
   local ostrides = core.strides_of(oh)
   local pos = 0
   for i = 1, n do
-    local t = list[i].h
+    local t = check_tensor(list[i], "cat", "list[" .. i .. "]")
     local len = tonumber(C.cs_tensor_size(t, k - 1))
     if len > 0 then
       local s = shape_of(t)
       local v = core.view(oh, s, ostrides, pos * ostrides[k], "cat")
-      core.call("cat", C.cs_copy, v.h, t)
+      core.call("cat", C.cs_copy, check_tensor(v, "cat", "out"), t)
     end
     pos = pos + len
   end
@@ -385,7 +386,7 @@ function M.copy(x, y)
   if not ok then
     raise(format("copy: y: shape %s does not broadcast to x's shape %s", shape_str(sy), shape_str(sx)))
   end
-  core.call("copy", C.cs_copy, xh, expand(y, sy, sx, "copy").h)
+  core.call("copy", C.cs_copy, xh, check_tensor(expand(y, sy, sx, "copy"), "copy", "y"))
   return x
 end
 
@@ -411,10 +412,10 @@ end
 local function compare(a, b, rtol, atol, equal_nan, fname)
   a = as_tensor(a, fname, "a")
   b = as_tensor(b, fname, "b")
-  local sa, sb = shape_of(a.h), shape_of(b.h)
+  local sa, sb = shape_of(check_tensor(a, fname, "a")), shape_of(check_tensor(b, fname, "b"))
   local shape = broadcast_shape(sa, sb, fname)
   local va, vb = expand(a, sa, shape, fname), expand(b, sb, shape, fname)
-  core.call(fname, C.cs_compare, va.h, vb.h, rtol, atol, equal_nan and 1 or 0, cmp_max, cmp_far)
+  core.call(fname, C.cs_compare, check_tensor(va, fname, "a"), check_tensor(vb, fname, "b"), rtol, atol, equal_nan and 1 or 0, cmp_max, cmp_far)
   return core.read_f64(cmp_max_bits, 0), tonumber(cmp_far[0])
 end
 ops.compare = compare

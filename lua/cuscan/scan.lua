@@ -116,12 +116,13 @@ local function scan(op, x, dim, opts, fname)
     end
   else
     out = core.empty_like(xh, odtype, dev, fname)
-    oh = out.h
+    oh = check_tensor(out, fname, "out")
   end
   if nd == 0 then
     local cx, co = as_line(xh, fname), as_line(oh, fname)
     local cm = mh and as_line(mh, fname)
-    core.call(fname, C.cs_scan, co.h, cx.h, 0, op, flags, cm and cm.h or nil)
+    core.call(fname, C.cs_scan, check_tensor(co, fname, "out"), check_tensor(cx, fname, "x"), 0, op, flags,
+              cm and check_tensor(cm, fname, "mask") or nil)
     return out
   end
   local st = C.cs_scan(oh, xh, cdim, op, flags, mh)

@@ -199,7 +199,8 @@ function M.reshape(x, shape)
   local c = M.contiguous(x)
   local packed, s = {}, 1
   for i = #new, 1, -1 do packed[i] = s; s = s * new[i] end
-  return core.view(c.h, new, packed, tonumber(C.cs_tensor_offset(c.h)), "reshape")
+  local ch = check_tensor(c, "reshape", "x")
+  return core.view(ch, new, packed, tonumber(C.cs_tensor_offset(ch)), "reshape")
 end
 
 ---------------------------------------------------------------------------------------------------
@@ -209,14 +210,14 @@ function M.contiguous(x)
   local xh = check_tensor(x, "contiguous", "x")
   if C.cs_tensor_is_contiguous(xh) ~= 0 then return x end
   local h = core.empty(core.shape_of(xh), tonumber(C.cs_tensor_dtype(xh)), tonumber(C.cs_tensor_device(xh)), "contiguous")
-  core.call("contiguous", C.cs_copy, h.h, xh)
+  core.call("contiguous", C.cs_copy, check_tensor(h, "contiguous", "out"), xh)
   return h
 end
 
 function M.clone(x)
   local xh = check_tensor(x, "clone", "x")
   local h = core.empty_like(xh, tonumber(C.cs_tensor_dtype(xh)), tonumber(C.cs_tensor_device(xh)), "clone")
-  core.call("clone", C.cs_copy, h.h, xh)
+  core.call("clone", C.cs_copy, check_tensor(h, "clone", "out"), xh)
   return h
 end
 
@@ -240,7 +241,7 @@ function M.to(x, what)
   end
   if new_dtype == dtype and new_dev == dev then return x end
   local h = core.empty_like(xh, new_dtype, new_dev, "to")
-  core.call("to", C.cs_copy, h.h, xh)
+  core.call("to", C.cs_copy, check_tensor(h, "to", "out"), xh)
   return h
 end
 
@@ -248,7 +249,7 @@ function M.cpu(x)
   local xh = check_tensor(x, "cpu", "x")
   if tonumber(C.cs_tensor_device(xh)) == CPU then return x end
   local h = core.empty_like(xh, tonumber(C.cs_tensor_dtype(xh)), CPU, "cpu")
-  core.call("cpu", C.cs_copy, h.h, xh)
+  core.call("cpu", C.cs_copy, check_tensor(h, "cpu", "out"), xh)
   return h
 end
 
@@ -257,23 +258,19 @@ function M.cuda(x)
   if tonumber(C.cs_tensor_device(xh)) == CUDA then return x end
   core.parse_device("cuda", "cuda")
   local h = core.empty_like(xh, tonumber(C.cs_tensor_dtype(xh)), CUDA, "cuda")
-  core.call("cuda", C.cs_copy, h.h, xh)
+  core.call("cuda", C.cs_copy, check_tensor(h, "cuda", "out"), xh)
   return h
 end
 
 -- x:free(): releases x's storage now (views of it keep theirs); any later use of x is an error.
 function M.free(x)
-  if not core.is_tensor(x) then
-    raise(format("free: x: expected a tensor, got %s", describe(x)))
-  end
-  if C.cs_tensor_release(x.h) ~= 0 then core.fail("free") end
+  local xh = check_tensor(x, "free", "x", true)
+  if C.cs_tensor_release(xh) ~= 0 then core.fail("free") end
 end
 
 function M.is_freed(x)
-  if not core.is_tensor(x) then
-    raise(format("is_freed: x: expected a tensor, got %s", describe(x)))
-  end
-  return C.cs_tensor_is_released(x.h) ~= 0
+  local xh = check_tensor(x, "is_freed", "x", true)
+  return C.cs_tensor_is_released(xh) ~= 0
 end
 
 registry["cuscan.views"] = M
