@@ -168,7 +168,8 @@ typedef struct cs_event cs_event;
 cs_status cs_event_create(cs_event **out, cs_device device);
 void cs_event_free(cs_event *e);
 cs_status cs_event_record(cs_event *e);
-/* Milliseconds from start to end; waits for end to complete. */
+/* Milliseconds from start to end; waits for end to complete. Both must have been recorded
+ * (CS_ERR_ARGUMENT otherwise). */
 cs_status cs_event_elapsed(cs_event *start, cs_event *end, double *ms);
 
 /* ---- scans ------------------------------------------------------------------------------------- */

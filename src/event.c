@@ -8,6 +8,7 @@
 
 struct cs_event {
     cs_device device;
+    int recorded;              /* 0 until the first cs_event_record */
     double host_ms;
 #if CS_WITH_CUDA
     cudaEvent_t ev;
@@ -48,10 +49,15 @@ void cs_event_free(cs_event *e)
 
 cs_status cs_event_record(cs_event *e)
 {
+    if (!e) return cs_fail(CS_ERR_ARGUMENT, "expected an event, got NULL");
 #if CS_WITH_CUDA
-    if (e->device == CS_CUDA)
-        return cs_cuda_check(cudaEventRecord(e->ev, (cudaStream_t)cs_cuda_stream_handle()), "cudaEventRecord");
+    if (e->device == CS_CUDA) {
+        cs_status st = cs_cuda_check(cudaEventRecord(e->ev, (cudaStream_t)cs_cuda_stream_handle()), "cudaEventRecord");
+        if (!st) e->recorded = 1;
+        return st;
+    }
 #endif
+    e->recorded = 1;
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     e->host_ms = ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
@@ -60,7 +66,11 @@ cs_status cs_event_record(cs_event *e)
 
 cs_status cs_event_elapsed(cs_event *start, cs_event *end, double *ms)
 {
+    if (!start || !end || !ms) return cs_fail(CS_ERR_ARGUMENT, "expected two events and a result, got NULL");
     if (start->device != end->device) return cs_fail(CS_ERR_ARGUMENT, "events of different devices");
+    /* an unrecorded event marks no point in time; CUDA would report a bare "invalid handle" */
+    if (!start->recorded) return cs_fail(CS_ERR_ARGUMENT, "the start event was never recorded (record it first)");
+    if (!end->recorded) return cs_fail(CS_ERR_ARGUMENT, "the end event was never recorded (record it first)");
 #if CS_WITH_CUDA
     if (end->device == CS_CUDA) {
         float f = 0.0f;

@@ -118,8 +118,9 @@ end
 
 -- Checks that opts is nil or a table whose keys are all in `allowed` (a set), so that a misspelt
 -- option is an error instead of being silently ignored.
+-- (A NULL cdata compares equal to nil, hence the type test.)
 function core.check_opts(opts, allowed, fname, argname)
-  if opts == nil then return nil end
+  if type(opts) == "nil" then return nil end
   if type(opts) ~= "table" then
     raise(format("%s: %s: expected a table of options, got %s", fname, argname or "opts", describe(opts)))
   end
@@ -199,6 +200,12 @@ end
 local proto = newproxy(true)
 local tensor_mt = getmetatable(proto)
 core.tensor_mt = tensor_mt
+-- getmetatable(x) gives this name rather than the shared metatable, so that no script can change
+-- every tensor at once; a tensor whose metatable was replaced (debug.setmetatable) is no longer
+-- taken for one.
+local TENSOR_NAME = "cuscan.tensor"
+tensor_mt.__metatable = TENSOR_NAME
+local getmetatable = getmetatable
 local handles = setmetatable({}, { __mode = "kv" })
 local newproxy, setfenv = newproxy, debug.setfenv
 local cs_tensor_free = C.cs_tensor_free
@@ -215,7 +222,7 @@ end
 core.wrap = wrap
 
 local function is_tensor(v)
-  return handles[v] ~= nil
+  return handles[v] ~= nil and getmetatable(v) == TENSOR_NAME
 end
 core.is_tensor = is_tensor
 
@@ -223,7 +230,7 @@ core.is_tensor = is_tensor
 -- unless allow_freed (for the queries that still answer after x:free()).
 local function check_tensor(v, fname, argname, allow_freed)
   local h = handles[v]
-  if h == nil then
+  if h == nil or getmetatable(v) ~= TENSOR_NAME then
     raise(format("%s: %s: expected a tensor, got %s", fname, argname, describe(v)))
   end
   if not allow_freed and cs_tensor_is_released(h) ~= 0 then

@@ -57,7 +57,7 @@ local CTOR_OPTS = { dtype = true, device = true }
 local RAND_OPTS = { dtype = true, device = true, seed = true }
 
 local function ctor_opts(opts, allowed, fname)
-  if opts == nil then return nil, default_dev end
+  if type(opts) == "nil" then return nil, default_dev end
   core.check_opts(opts, allowed, fname)
   local dtype = opts.dtype ~= nil and core.parse_dtype(opts.dtype, fname) or nil
   local dev = opts.device ~= nil and core.parse_device(opts.device, fname) or default_dev

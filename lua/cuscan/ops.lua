@@ -206,20 +206,25 @@ function M.abs(x) return unary(x, U.abs, "abs", "same") end
 function M.neg(x) return unary(x, U.neg, "neg", "same") end
 function M.logical_not(x) return unary(x, U.logical_not, "logical_not", "bool") end
 
-function M.add(a, b) return binary(a, b, B.add, "arith", "add") end
-function M.sub(a, b) return binary(a, b, B.sub, "arith", "sub") end
-function M.mul(a, b) return binary(a, b, B.mul, "arith", "mul") end
-function M.div(a, b) return binary(a, b, B.div, "div", "div") end
-function M.pow(x, p)
-  if not is_tensor(x) then raise(format("pow: x: expected a tensor, got %s", describe(x))) end
-  return binary(x, p, B.pow, "pow", "pow")
+-- The methods take self as the tensor operand (the operators below may receive a number first).
+local function method(op, kind, fname)
+  return function(x, v)
+    check_tensor(x, fname, "x")
+    return binary(x, v, op, kind, fname)
+  end
 end
-function M.lt(x, v) return binary(x, v, B.lt, "cmp", "lt") end
-function M.le(x, v) return binary(x, v, B.le, "cmp", "le") end
-function M.gt(x, v) return binary(x, v, B.gt, "cmp", "gt") end
-function M.ge(x, v) return binary(x, v, B.ge, "cmp", "ge") end
-function M.eq(x, v) return binary(x, v, B.eq, "cmp", "eq") end
-function M.ne(x, v) return binary(x, v, B.ne, "cmp", "ne") end
+
+M.add = method(B.add, "arith", "add")
+M.sub = method(B.sub, "arith", "sub")
+M.mul = method(B.mul, "arith", "mul")
+M.div = method(B.div, "div", "div")
+M.pow = method(B.pow, "pow", "pow")
+M.lt = method(B.lt, "cmp", "lt")
+M.le = method(B.le, "cmp", "le")
+M.gt = method(B.gt, "cmp", "gt")
+M.ge = method(B.ge, "cmp", "ge")
+M.eq = method(B.eq, "cmp", "eq")
+M.ne = method(B.ne, "cmp", "ne")
 
 local function logical(a, b, op, fname)
   check_tensor(a, fname, "a")
@@ -232,8 +237,8 @@ function M.logical_and(a, b) return logical(a, b, B.logical_and, "logical_and") 
 function M.logical_or(a, b) return logical(a, b, B.logical_or, "logical_or") end
 
 -- element-wise max/min of two tensors (or a tensor and a number), numpy's maximum/minimum
-function M.maximum(a, b) return binary(a, b, B.max2, "arith", "maximum") end
-function M.minimum(a, b) return binary(a, b, B.min2, "arith", "minimum") end
+M.maximum = method(B.max2, "arith", "maximum")
+M.minimum = method(B.min2, "arith", "minimum")
 
 -- operators: the metamethod may receive the number first
 ops.meta = {
@@ -425,7 +430,7 @@ local CLOSE_OPTS = { rtol = true, atol = true, equal_nan = true }
 -- cs.allclose(a, b[, {rtol=1e-5, atol=1e-8, equal_nan=false}]): numpy's rule |a - b| <= atol + rtol |b|.
 function ops.allclose(a, b, opts)
   local rtol, atol, equal_nan = 1e-5, 1e-8, false
-  if opts ~= nil then
+  if type(opts) ~= "nil" then
     core.check_opts(opts, CLOSE_OPTS, "allclose")
     if opts.rtol ~= nil then
       if type(opts.rtol) ~= "number" or opts.rtol < 0 then

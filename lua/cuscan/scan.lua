@@ -56,7 +56,7 @@ local function scan(op, x, dim, opts, fname)
   local dtype = tonumber(C.cs_tensor_dtype(xh))
   local dev = tonumber(C.cs_tensor_device(xh))
   local flags, mask, out, odtype = 0, nil, nil, nil
-  if opts ~= nil then
+  if type(opts) ~= "nil" then
     core.check_opts(opts, SCAN_OPTS, fname)
     if core.check_bool_opt(opts.reverse, fname, "reverse") then flags = flags + REVERSE end
     if core.check_bool_opt(opts.exclusive, fname, "exclusive") then flags = flags + EXCLUSIVE end
@@ -149,7 +149,7 @@ M.cumprod = S.cumprod
 
 local function merged(opts, key, value, fname)
   local o = { [key] = value }
-  if opts ~= nil then
+  if type(opts) ~= "nil" then
     core.check_opts(opts, SCAN_OPTS, fname)
     for k, v in pairs(opts) do
       if k ~= key then o[k] = v end

@@ -34,8 +34,6 @@ mt.__newindex = function(_, k)
   core.raise(string.format("tensor: cannot set field %s (tensors have no writable fields)", core.describe(k)))
 end
 mt.__tostring = fmt.tostring
--- getmetatable(x) gives this name, so that no script can change every tensor's metatable
-mt.__metatable = "cuscan.tensor"
 for k, v in pairs(ops.meta) do mt[k] = v end
 
 registry["cuscan.tensor"] = M
