@@ -234,43 +234,11 @@ local function infer(value, fname)
   return shape, kind
 end
 
-local INT_RANGE = { [I32] = { -2 ^ 31, 2 ^ 31 - 1 }, [I64] = { -2 ^ 63, 2 ^ 63 } }
-
--- Writes the leaves of a (checked) nested table into p in row-major order.
+-- Writes the leaves of a (checked) nested table into p in row-major order, each through
+-- core.check_element.
 local function writer(dtype, fname)
-  if dtype == BOOL then
-    return function(p, i, v)
-      if type(v) == "boolean" then p[i] = v and 1 or 0
-      else p[i] = (v ~= 0) and 1 or 0 end
-    end
-  end
-  if dtype == F32 or dtype == F64 then
-    return function(p, i, v)
-      if type(v) == "boolean" then p[i] = v and 1 or 0
-      elseif type(v) == "number" then p[i] = v
-      else p[i] = tonumber(v) end
-    end
-  end
-  local lo, hi = INT_RANGE[dtype][1], INT_RANGE[dtype][2]
-  return function(p, i, v)
-    if type(v) == "boolean" then p[i] = v and 1 or 0 return end
-    if type(v) == "cdata" then
-      if dtype == I32 and (v < lo or v > hi) then
-        raise(format("%s: data: value %s is out of range for int32", fname, tostring(v)))
-      end
-      p[i] = v
-      return
-    end
-    if v ~= v or v == huge or v == -huge then
-      raise(format("%s: data: %s cannot be stored in an integer dtype", fname, tostring(v)))
-    end
-    -- fractional values are truncated toward zero, as torch does
-    local w = v >= 0 and floor(v) or -floor(-v)
-    if w < lo or w > hi or (dtype == I64 and w >= hi) then
-      raise(format("%s: data: value %.17g is out of range for %s", fname, v, core.DTYPE_NAME[dtype]))
-    end
-    p[i] = w
-  end
+  local check = core.check_element
+  return function(p, i, v) p[i] = check(v, dtype, fname, "data") end
 end
 
 local function fill_rows(t, depth, nd, p, k, write)

@@ -93,13 +93,11 @@ end
 
 function cs.full(shape, value, opts)
   local dtype, dev = ctor_opts(opts, CTOR_OPTS, "full")
-  local tv = type(value)
-  if tv ~= "number" and tv ~= "boolean" and not (tv == "cdata" and ffi.istype("int64_t", value)) then
-    raise(format("full: value: expected a number or boolean, got %s", describe(value)))
-  end
-  if dtype == nil then dtype = tv == "boolean" and BOOL or F32 end
+  if dtype == nil then dtype = type(value) == "boolean" and BOOL or F32 end
+  core.check_element(value, dtype, "full", "value")
   local t = new_tensor(shape, dtype, dev, "full")
-  return core.methods.fill(t, value)
+  ops.fill_handle(core.check_tensor(t, "full", "x"), value, "full", "value")
+  return t
 end
 
 -- The module's random generator: each cs.rand without a seed takes the next seed from a
@@ -172,6 +170,15 @@ function cs.arange(a, b, c, d)
   if step == 0 then raise("arange: step: must not be 0") end
   local n = math.ceil((stop - start) / step)
   if n < 0 then n = 0 end
+  if n >= 2 ^ 63 then
+    raise(format("arange: %.17g to %.17g by %.17g gives more elements than int64 can count", start, stop, step))
+  end
+  if not core.IS_FLOAT[dtype] and n > 0 then
+    -- the first and last elements bound the rest; C steps in int64
+    core.check_element(start, dtype, "arange", "start")
+    core.check_element(step, I64, "arange", "step")
+    core.check_element(start + (n - 1) * step, dtype, "arange", "last element")
+  end
   local t = new_tensor({ n }, dtype, dev, "arange")
   core.call("arange", C.cs_arange, core.check_tensor(t, "arange", "x"), start, step)
   return t

@@ -93,15 +93,16 @@ end
 
 ---------------------------------------------------------------------------------------------------
 -- Type promotion (as torch): bool < int32 < int64 < float32 < float64. A number keeps a float
--- tensor's dtype and an integer tensor's dtype when it is a whole number; a fractional number
--- with an integer or bool tensor gives float32; a whole number with a bool tensor gives int64.
+-- tensor's dtype and an integer tensor's dtype when it is a whole number (which must then fit in
+-- that dtype); a fractional, infinite or NaN number with an integer or bool tensor gives float32;
+-- a whole number with a bool tensor gives int64.
 ---------------------------------------------------------------------------------------------------
 local function promote(a, b) return RANK[a] >= RANK[b] and a or b end
 ops.promote = promote
 
 local function with_number(dt, v)
   if IS_FLOAT[dt] then return dt end
-  if is_int(v) and v > -2 ^ 63 and v < 2 ^ 63 then return dt == BOOL and I64 or dt end
+  if is_int(v) then return dt == BOOL and I64 or dt end
   return F32
 end
 
@@ -157,7 +158,8 @@ local function binary(a, b, op, kind, fname)
     if not tb then raise(format("%s: expected a tensor operand, got %s and %s", fname, describe(a), describe(b))) end
     t, s, first = bh, a, 1
   end
-  s = scalar_of(s, fname, first == 1 and "a" or "b")
+  local sname = kind == "pow" and "p" or (first == 1 and "a" or "b")
+  s = scalar_of(s, fname, sname)
   local dt = tonumber(C.cs_tensor_dtype(t))
   local odt
   if kind == "cmp" or kind == "logic" then
@@ -165,6 +167,8 @@ local function binary(a, b, op, kind, fname)
   else
     odt = with_number(dt, s)
     if kind == "div" and not IS_FLOAT[odt] then odt = F32 end
+    -- the number takes part as an element of the integer result, so it must be one
+    if not IS_FLOAT[odt] and odt ~= BOOL then s = core.check_element(s, odt, fname, sname) end
     if odt == BOOL and op == B.sub then
       raise(fname .. ": subtraction with a bool tensor is not supported (use logical ops)")
     end
@@ -360,21 +364,17 @@ function ops.cat(list, dim)
   return out
 end
 
+-- Sets every element of the tensor with handle xh to v (checked by core.check_element).
+local function fill_handle(xh, v, fname, argname)
+  local dt = tonumber(C.cs_tensor_dtype(xh))
+  local e = core.check_element(v, dt, fname, argname)
+  if IS_FLOAT[dt] then core.call(fname, C.cs_fill, xh, e) else core.call(fname, C.cs_fill_int64, xh, e) end
+end
+ops.fill_handle = fill_handle
+
 -- x:fill(v): every element of x (a view writes through) set to v; returns x.
 function M.fill(x, v)
-  local xh = check_tensor(x, "fill", "x")
-  local dt = tonumber(C.cs_tensor_dtype(xh))
-  if type(v) == "boolean" then v = v and 1 or 0 end
-  if type(v) == "cdata" and (ffi.istype("int64_t", v) or ffi.istype("uint64_t", v)) then
-    core.call("fill", C.cs_fill_int64, xh, v)
-    return x
-  end
-  if type(v) ~= "number" then raise(format("fill: value: expected a number or boolean, got %s", describe(v))) end
-  if (dt == I64 or dt == I32) and is_int(v) and v > -2 ^ 63 and v < 2 ^ 63 then
-    core.call("fill", C.cs_fill_int64, xh, v)
-  else
-    core.call("fill", C.cs_fill, xh, v)
-  end
+  fill_handle(check_tensor(x, "fill", "x"), v, "fill", "value")
   return x
 end
 

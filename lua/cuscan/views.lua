@@ -160,36 +160,21 @@ end
 -- x:reshape(shape): a view when x's strides allow one, else a contiguous copy. One size may be -1.
 function M.reshape(x, shape)
   local xh = check_tensor(x, "reshape", "x")
-  if type(shape) ~= "table" then
-    raise(format("reshape: shape: expected a table of sizes such as {2, 3}, got %s", describe(shape)))
-  end
+  -- every size, and their product, is checked before any arithmetic with them
+  local _, known, infer_at = core.parse_shape(shape, "reshape", "shape", true)
   local numel = core.numel_of(xh)
-  local new, infer_at, known = {}, nil, 1
-  for i = 1, #shape do
-    local v = shape[i]
-    if v == -1 then
-      if infer_at then raise("reshape: shape: only one size may be -1") end
-      infer_at = i
-      new[i] = 1
-    else
-      if not is_int(v) or v < 0 then
-        raise(format("reshape: shape[%d]: expected a non-negative integer size or -1, got %s", i, describe(v)))
-      end
-      new[i] = v
-      known = known * v
-    end
-  end
+  local new = {}
+  for i = 1, #shape do new[i] = shape[i] end
   if infer_at then
     if known == 0 or numel % known ~= 0 then
       raise(format("reshape: shape: cannot infer the -1 size: %d elements do not divide into {%s}", numel,
-                   table.concat(shape, ", ")))
+                   core.sizes_text(shape, ", ")))
     end
     new[infer_at] = numel / known
     known = numel
   end
-  core.parse_shape(new, "reshape")   -- dims, overflow
   if known ~= numel then
-    raise(format("reshape: shape: {%s} holds %d elements, x has %d (shape %s)", table.concat(shape, ", "),
+    raise(format("reshape: shape: {%s} holds %.0f elements, x has %d (shape %s)", core.sizes_text(shape, ", "),
                  known, numel, core.shape_str(core.shape_of(xh))))
   end
   local strides = view_strides(core.shape_of(xh), core.strides_of(xh), new, numel)
