@@ -124,8 +124,8 @@ local function compare(expected, actual, rtol, atol, exact)
   if exact then rtol, atol = 0, 0 end
   if rtol == nil then rtol = tol[1] end
   if atol == nil then atol = tol[2] end
-  if type(rtol) ~= "number" or rtol < 0 then return false, "rtol: expected a non-negative number, got " .. core.describe(rtol) end
-  if type(atol) ~= "number" or atol < 0 then return false, "atol: expected a non-negative number, got " .. core.describe(atol) end
+  if type(rtol) ~= "number" or not (rtol >= 0) then return false, "rtol: expected a non-negative number, got " .. core.describe(rtol) end
+  if type(atol) ~= "number" or not (atol >= 0) then return false, "atol: expected a non-negative number, got " .. core.describe(atol) end
 
   local et
   if from_table then

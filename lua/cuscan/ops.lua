@@ -432,14 +432,15 @@ function ops.allclose(a, b, opts)
   local rtol, atol, equal_nan = 1e-5, 1e-8, false
   if type(opts) ~= "nil" then
     core.check_opts(opts, CLOSE_OPTS, "allclose")
+    -- (not (v >= 0) also refuses NaN, which every comparison would take as "not close")
     if opts.rtol ~= nil then
-      if type(opts.rtol) ~= "number" or opts.rtol < 0 then
+      if type(opts.rtol) ~= "number" or not (opts.rtol >= 0) then
         raise(format("allclose: rtol: expected a non-negative number, got %s", describe(opts.rtol)))
       end
       rtol = opts.rtol
     end
     if opts.atol ~= nil then
-      if type(opts.atol) ~= "number" or opts.atol < 0 then
+      if type(opts.atol) ~= "number" or not (opts.atol >= 0) then
         raise(format("allclose: atol: expected a non-negative number, got %s", describe(opts.atol)))
       end
       atol = opts.atol

@@ -147,12 +147,22 @@ local M = core.methods
 M.cumsum = S.cumsum
 M.cumprod = S.cumprod
 
+-- opts with key set to value, for the methods that fix one option. Giving that option as well is
+-- an error unless it says the same (reverse = true on reverse_cumsum); a mask option beside the
+-- mask argument never does.
 local function merged(opts, key, value, fname)
   local o = { [key] = value }
   if type(opts) ~= "nil" then
     core.check_opts(opts, SCAN_OPTS, fname)
     for k, v in pairs(opts) do
-      if k ~= key then o[k] = v end
+      if k == key then
+        if v ~= value or key == "mask" then
+          raise(format("%s: opts: %s = %s contradicts %s (leave the option out)", fname, key,
+                       type(v) == "boolean" and tostring(v) or describe(v), fname))
+        end
+      else
+        o[k] = v
+      end
     end
   end
   return o
@@ -160,12 +170,14 @@ end
 
 -- x:reverse_cumsum(dim[, opts]): the cumsum from the end of the dim toward its start.
 function M.reverse_cumsum(x, dim, opts)
+  check_tensor(x, "reverse_cumsum", "x")
   return scan(SUM, x, dim, merged(opts, "reverse", true, "reverse_cumsum"), "reverse_cumsum")
 end
 
 -- x:masked_cumsum(mask, dim[, opts]): the cumsum where elements under a false mask count as 0.
 function M.masked_cumsum(x, mask, dim, opts)
-  if mask == nil or not is_tensor(mask) then
+  check_tensor(x, "masked_cumsum", "x")
+  if not is_tensor(mask) then
     raise(format("masked_cumsum: mask: expected a bool tensor, got %s", describe(mask)))
   end
   return scan(SUM, x, dim, merged(opts, "mask", mask, "masked_cumsum"), "masked_cumsum")

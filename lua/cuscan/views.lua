@@ -215,8 +215,14 @@ function M.to(x, what)
   local dev = tonumber(C.cs_tensor_device(xh))
   local new_dtype, new_dev = dtype, dev
   if type(what) == "string" then
-    if core.DTYPE[what] then new_dtype = core.DTYPE[what]
-    else new_dev = core.parse_device(what, "to", "device") end
+    if core.DTYPE[what] then
+      new_dtype = core.DTYPE[what]
+    elseif core.DEVICE[what] or what:match("^cuda") or what:match("^cpu") or what:match("^gpu") then
+      new_dev = core.parse_device(what, "to", "device")
+    else
+      -- any other name is taken for a dtype cuscan lacks (x:to("float16")), not a device
+      core.parse_dtype(what, "to")
+    end
   elseif type(what) == "table" then
     core.check_opts(what, TO_OPTS, "to")
     if what.dtype ~= nil then new_dtype = core.parse_dtype(what.dtype, "to") end
