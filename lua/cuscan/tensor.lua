@@ -22,16 +22,79 @@ local check_tensor = core.check_tensor
 M.totable = data.totable
 M.item = data.item
 
+-- Indexing as in torch7 and PyTorch: x[i] is x:select(1, i), a view, or for a 1-d tensor the
+-- element itself; x[i] = v writes v there (a number or boolean, or a tensor broadcasting to x[i]'s
+-- shape); #x is the size of dim 1. i is 1-based, negative from the end.
+local raise, describe, format = core.raise, core.describe, string.format
+
+-- x[i] as a view (0-d for a 1-d x), after checks named for the indexing expression.
+local function index_view(x, i, fname)
+  local xh = check_tensor(x, fname, "x")
+  local nd = C.cs_tensor_ndim(xh)
+  if nd == 0 then raise(format("%s: x: a 0-d tensor cannot be indexed (use x:item())", fname)) end
+  if not core.is_int(i) then raise(format("%s: i: expected an integer index, got %s", fname, describe(i))) end
+  local size = tonumber(C.cs_tensor_size(xh, 0))
+  if i == 0 or i > size or i < -size then
+    raise(format("%s: i: %d is out of range for dim 1 of size %d (expected 1..%d or -%d..-1%s)", fname, i, size,
+                 size, size, i == 0 and "; indices are 1-based" or ""))
+  end
+  return M.select(x, 1, i), nd
+end
+
+local function get_index(x, i)
+  local v, nd = index_view(x, i, "x[i]")
+  if nd == 1 then return M.item(v) end
+  return v
+end
+
+local function set_index(x, i, v)
+  local fname = "x[i] = v"
+  local view = index_view(x, i, fname)
+  local vh = check_tensor(view, fname, "x")
+  if core.is_tensor(v) then
+    local to, from = core.shape_of(vh), core.shape_of(check_tensor(v, fname, "v"))
+    -- leading size-1 dims of v beyond x[i]'s dims are dropped (x[i] = cs.tensor({5}) on a 1-d x)
+    local lead = 0
+    while #from - lead > #to and from[lead + 1] == 1 do lead = lead + 1 end
+    if lead > 0 then
+      local kept = {}
+      for d = lead + 1, #from do kept[#kept + 1] = from[d] end
+      v, from = M.reshape(v, kept), kept
+    end
+    local fits = #from <= #to
+    for d = 0, #from - 1 do
+      local a, b = to[#to - d], from[#from - d]
+      if fits and b ~= a and b ~= 1 then fits = false end
+    end
+    if not fits then
+      raise(format("%s: v: shape %s does not broadcast to x[i]'s shape %s", fname, core.shape_str(from),
+                   core.shape_str(to)))
+    end
+    core.call(fname, C.cs_copy, vh, check_tensor(ops.expand(v, from, to, fname), fname, "v"))
+  elseif type(v) == "number" or type(v) == "boolean" or type(v) == "cdata" then
+    ops.fill_handle(vh, v, fname, "v")
+  else
+    raise(format("%s: v: expected a number, a boolean or a tensor, got %s", fname, describe(v)))
+  end
+end
+
 local mt = core.tensor_mt
 mt.__index = function(x, k)
   local m = M[k]
   if m ~= nil then return m end
   if k == "dtype" then return DTYPE_NAME[tonumber(C.cs_tensor_dtype(check_tensor(x, "dtype", "x", true)))] end
   if k == "device" then return DEVICE_NAME[tonumber(C.cs_tensor_device(check_tensor(x, "device", "x", true)))] end
+  if type(k) == "number" then return get_index(x, k) end
   return nil
 end
-mt.__newindex = function(_, k)
-  core.raise(string.format("tensor: cannot set field %s (tensors have no writable fields)", core.describe(k)))
+mt.__newindex = function(x, k, v)
+  if type(k) == "number" then return set_index(x, k, v) end
+  raise(format("tensor: cannot set field %s (tensors have no writable fields)", describe(k)))
+end
+mt.__len = function(x)
+  local xh = check_tensor(x, "#x", "x")
+  if C.cs_tensor_ndim(xh) == 0 then raise("#x: x: a 0-d tensor has no length (use x:numel() or x:item())") end
+  return tonumber(C.cs_tensor_size(xh, 0))
 end
 mt.__tostring = fmt.tostring
 for k, v in pairs(ops.meta) do mt[k] = v end
