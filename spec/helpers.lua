@@ -137,9 +137,11 @@ local function to_int64(v)
   return int64(v)
 end
 
--- The scan of one line (a Lua array) by the definitions: acc starts at the identity; element i
--- of an inclusive scan is acc after adding x[i]; of an exclusive scan, acc before it; reverse
--- walks from the end; an element whose mask is false leaves acc unchanged.
+-- The scan of one line (a Lua array) by the definitions (README's contract): acc starts at the
+-- identity (-0.0 for float sums, since -0.0 + x == x for every x); an element whose mask is false
+-- reads as +0.0 (sums) or 1 (products), as where(mask, x, 0) would give; element i of an
+-- inclusive scan is acc after taking in x[i]; of an exclusive scan, acc before it, the first
+-- getting the empty prefix (+0.0 or 1); reverse walks from the end. Floats accumulate in double.
 -- odtype: output dtype name. Integer results are int64 cdata (exact, wrapping as two's
 -- complement); int32 outputs wrap to 32 bits.
 function H.scan_line(xs, opts)
@@ -147,23 +149,29 @@ function H.scan_line(xs, opts)
   local n = #xs
   local out = {}
   local int = INT[odt]
-  local acc
-  if int then acc = op == "sum" and 0LL or 1LL else acc = op == "sum" and 0.0 or 1.0 end
+  local acc, masked, empty
+  if int then
+    acc = op == "sum" and 0LL or 1LL
+    masked, empty = acc, acc
+  else
+    acc = op == "sum" and -0.0 or 1.0
+    masked = op == "sum" and 0.0 or 1.0
+    empty = masked
+  end
   for k = 1, n do
     local i = rev and (n + 1 - k) or k
     local before = acc
-    if mask == nil or mask[i] then
-      local v = xs[i]
-      if int then
-        v = to_int64(v)
-        if op == "sum" then acc = acc + v else acc = acc * v end
-        if odt == "int32" then acc = wrap32(acc) end
-      else
-        if type(v) == "boolean" then v = v and 1 or 0 end
-        if op == "sum" then acc = acc + v else acc = acc * v end
-      end
+    local v = masked
+    if mask == nil or mask[i] then v = xs[i] end
+    if int then
+      v = to_int64(v)
+      if op == "sum" then acc = acc + v else acc = acc * v end
+      if odt == "int32" then acc = wrap32(acc) end
+    else
+      if type(v) == "boolean" then v = v and 1 or 0 end
+      if op == "sum" then acc = acc + v else acc = acc * v end
     end
-    out[i] = excl and before or acc
+    if excl then out[i] = k == 1 and empty or before else out[i] = acc end
   end
   return out
 end
