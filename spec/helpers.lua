@@ -251,6 +251,20 @@ function H.f32(v)
   return f32box[0]
 end
 
+-- How many float32 values lie between a and b (both float32 values; -0.0 and +0.0 count as one,
+-- the largest float and inf are neighbours): 0 when equal or both NaN, inf when one is NaN.
+local bitbox = ffi.new("union { float f; int32_t i; }")
+local function f32_order(v)
+  bitbox.f = v
+  local i = bitbox.i
+  if i < 0 then i = -2147483648 - i end
+  return i
+end
+function H.f32_ulps(a, b)
+  if a ~= a or b ~= b then return (a ~= a and b ~= b) and 0 or math.huge end
+  return math.abs(f32_order(a) - f32_order(b))
+end
+
 -- Leaves rounded as stored in dtype (the oracle must start from what the tensor holds).
 function H.as_stored(t, dtype)
   if dtype ~= "float32" then return t end
@@ -372,8 +386,13 @@ function H.random_case(rng, cap, max_dims, max_len)
   local pair = rng:pick(FUZZ_PAIRS[c.op])
   c.dtype, c.odtype = pair[1], pair[2]
   c.reverse, c.exclusive, c.masked = rng:bool(0.5), rng:bool(0.5), rng:bool(0.5)
-  c.out = rng:pick({ "new", "poisoned", "inplace" })
-  if c.out == "inplace" and c.dtype ~= c.odtype then c.out = "poisoned" end
+  -- out: none, a poisoned tensor, x itself, the case's view of a poisoned buffer (whose other
+  -- elements must stay poisoned), or that view holding x's values and scanned in place
+  c.out = rng:pick({ "new", "poisoned", "inplace", "view", "inplace view" })
+  if c.dtype ~= c.odtype then
+    if c.out == "inplace" then c.out = "poisoned" end
+    if c.out == "inplace view" then c.out = "view" end
+  end
   c.seed = rng:int(0, 2 ^ 31 - 2)
   return c
 end
@@ -413,18 +432,34 @@ function H.case_inputs(c)
   return x, c.masked and m or nil
 end
 
--- Runs the case's scan on x (on x's device): returns the result tensor.
+-- Runs the case's scan on x (on x's device): returns the result tensor. Where out is a view of a
+-- poisoned buffer, checks that the scan wrote nothing outside the view.
 function H.run_case(c, x, mask)
   local fn = c.op == "sum" and "cumsum" or "cumprod"
   local opts = { reverse = c.reverse, exclusive = c.exclusive, mask = mask, dtype = c.odtype }
+  local poison, buf = H.poison(c.odtype), nil
   if c.out == "poisoned" then
-    opts.out = cs.full(x:shape(), H.poison(c.odtype), { dtype = c.odtype, device = x.device })
+    opts.out = cs.full(x:shape(), poison, { dtype = c.odtype, device = x.device })
   elseif c.out == "inplace" then
     x = x:clone()
     opts.out = x
+  elseif c.out == "view" or c.out == "inplace view" then
+    buf = cs.full(c.base, poison, { dtype = c.odtype, device = x.device })
+    opts.out = H.apply_view(c, buf)
+    if c.out == "inplace view" then
+      opts.out:copy(x)
+      x = opts.out
+    end
   end
   local y = cs[fn](x, c.dim, opts)
   if opts.out then assert.is_true(rawequal(y, opts.out)) end
+  if buf then
+    local outside = cs.full(c.base, true, { device = x.device })
+    H.apply_view(c, outside):fill(false)
+    local changed = poison ~= poison and buf:eq(buf) or buf:ne(poison)
+    local n = changed:logical_and(outside):sum()
+    if n ~= 0 then error(("the scan wrote %d elements outside its out view"):format(n), 2) end
+  end
   return y
 end
 
