@@ -252,11 +252,9 @@ end
 local proto = newproxy(true)
 local tensor_mt = getmetatable(proto)
 core.tensor_mt = tensor_mt
--- getmetatable(x) gives this name rather than the shared metatable, so that no script can change
--- every tensor at once; a tensor whose metatable was replaced (debug.setmetatable) is no longer
--- taken for one.
-local TENSOR_NAME = "cuscan.tensor"
-tensor_mt.__metatable = TENSOR_NAME
+-- getmetatable(x) gives the shared metatable: a table or proxy given it is still no tensor (its
+-- handle is what counts), and a tensor whose metatable was replaced with debug.setmetatable is no
+-- longer taken for one.
 local getmetatable = getmetatable
 local handles = setmetatable({}, { __mode = "kv" })
 local newproxy, setfenv = newproxy, debug.setfenv
@@ -274,7 +272,7 @@ end
 core.wrap = wrap
 
 local function is_tensor(v)
-  return handles[v] ~= nil and getmetatable(v) == TENSOR_NAME
+  return handles[v] ~= nil and getmetatable(v) == tensor_mt
 end
 core.is_tensor = is_tensor
 
@@ -282,7 +280,7 @@ core.is_tensor = is_tensor
 -- unless allow_freed (for the queries that still answer after x:free()).
 local function check_tensor(v, fname, argname, allow_freed)
   local h = handles[v]
-  if h == nil or getmetatable(v) ~= TENSOR_NAME then
+  if h == nil or getmetatable(v) ~= tensor_mt then
     raise(format("%s: %s: expected a tensor, got %s", fname, argname, describe(v)))
   end
   if not allow_freed and cs_tensor_is_released(h) ~= 0 then
