@@ -113,29 +113,16 @@ H.each_device("float contract", function(dev, it)
     end)
   end)
 
-  -- the special values of issue 12, laid out as a row, a column and the column of a wide tensor
-  local function lines(values, dtype)
-    local row = cs.tensor({ values }, { device = dev, dtype = dtype })
-    local col = cs.tensor(values, { device = dev, dtype = dtype }):reshape({ #values, 1 })
-    return { { "row", row, 2 }, { "column", col, 1 }, { "wide column", cs.cat({ col, col, col, col }, 2), 1 } }
-  end
-
-  local function first_line(t, kind)
-    if kind == "row" then return t:totable()[1] end
-    local out = {}
-    for i, r in ipairs(t:totable()) do out[i] = r[1] end
-    return out
-  end
-
   -- y's first line against the oracle on the float32-stored values, rounded to float32
   local function special(values, op, opts)
     opts = opts or {}
     local stored = H.as_stored(values, "float32")
     local ref = round_all(H.scan_line(stored, { op = op, reverse = opts.reverse, exclusive = opts.exclusive }), "float32")
-    for _, l in ipairs(lines(values)) do
+    -- laid out as a row, a column and the column of a wide tensor
+    for _, l in ipairs(H.line_layouts(values, dev)) do
       local kind, x, d = l[1], l[2], l[3]
       local y = x[op == "sum" and "cumsum" or "cumprod"](x, d, opts)
-      check(first_line(y, kind), ref, dev, "float32", ("%s of {%s} as a %s"):format(op, table.concat(values, ", "), kind),
+      check(H.first_line(y, kind), ref, dev, "float32", ("%s of {%s} as a %s"):format(op, table.concat(values, ", "), kind),
             #values)
     end
     return ref

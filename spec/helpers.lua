@@ -274,6 +274,21 @@ function H.as_stored(t, dtype)
   return out
 end
 
+-- The same values laid out as a row (dim 2 of 1xN), a column (dim 1 of Nx1) and the first column
+-- of a wide tensor: a list of { kind, tensor, dim }. H.first_line reads a result's first line.
+function H.line_layouts(values, dev, dtype)
+  local row = cs.tensor({ values }, { device = dev, dtype = dtype })
+  local col = cs.tensor(values, { device = dev, dtype = dtype }):reshape({ #values, 1 })
+  return { { "row", row, 2 }, { "column", col, 1 }, { "column of a wide tensor", cs.cat({ col, col, col }, 2), 1 } }
+end
+
+function H.first_line(t, kind)
+  if kind == "row" then return t:totable()[1] end
+  local out = {}
+  for i, r in ipairs(t:totable()) do out[i] = r[1] end
+  return out
+end
+
 ---------------------------------------------------------------------------------------------------
 -- Checking results
 ---------------------------------------------------------------------------------------------------

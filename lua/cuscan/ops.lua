@@ -378,10 +378,10 @@ function M.fill(x, v)
   return x
 end
 
--- x:copy(y): x's elements set to y's (y broadcasts to x's shape; any dtype, any device); returns x.
-function M.copy(x, y)
-  local xh = check_tensor(x, "copy", "x")
-  local yh = check_tensor(y, "copy", "y")
+-- Copies the tensor y into the tensor with handle xh, y broadcasting to xh's shape; errors name
+-- y as yname and the target as target ("x's").
+local function copy_into(xh, y, fname, yname, target)
+  local yh = check_tensor(y, fname, yname)
   local sx, sy = shape_of(xh), shape_of(yh)
   local ok = #sy <= #sx
   for i = 0, #sy - 1 do
@@ -389,9 +389,16 @@ function M.copy(x, y)
     if ok and b ~= a and b ~= 1 then ok = false end
   end
   if not ok then
-    raise(format("copy: y: shape %s does not broadcast to x's shape %s", shape_str(sy), shape_str(sx)))
+    raise(format("%s: %s: shape %s does not broadcast to %s shape %s", fname, yname, shape_str(sy), target,
+                 shape_str(sx)))
   end
-  core.call("copy", C.cs_copy, xh, check_tensor(expand(y, sy, sx, "copy"), "copy", "y"))
+  core.call(fname, C.cs_copy, xh, check_tensor(expand(y, sy, sx, fname), fname, yname))
+end
+ops.copy_into = copy_into
+
+-- x:copy(y): x's elements set to y's (y broadcasts to x's shape; any dtype, any device); returns x.
+function M.copy(x, y)
+  copy_into(check_tensor(x, "copy", "x"), y, "copy", "y", "x's")
   return x
 end
 

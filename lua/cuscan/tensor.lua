@@ -52,25 +52,12 @@ local function set_index(x, i, v)
   local view = index_view(x, i, fname)
   local vh = check_tensor(view, fname, "x")
   if core.is_tensor(v) then
-    local to, from = core.shape_of(vh), core.shape_of(check_tensor(v, fname, "v"))
     -- leading size-1 dims of v beyond x[i]'s dims are dropped (x[i] = cs.tensor({5}) on a 1-d x)
+    local nd, from = C.cs_tensor_ndim(vh), core.shape_of(check_tensor(v, fname, "v"))
     local lead = 0
-    while #from - lead > #to and from[lead + 1] == 1 do lead = lead + 1 end
-    if lead > 0 then
-      local kept = {}
-      for d = lead + 1, #from do kept[#kept + 1] = from[d] end
-      v, from = M.reshape(v, kept), kept
-    end
-    local fits = #from <= #to
-    for d = 0, #from - 1 do
-      local a, b = to[#to - d], from[#from - d]
-      if fits and b ~= a and b ~= 1 then fits = false end
-    end
-    if not fits then
-      raise(format("%s: v: shape %s does not broadcast to x[i]'s shape %s", fname, core.shape_str(from),
-                   core.shape_str(to)))
-    end
-    core.call(fname, C.cs_copy, vh, check_tensor(ops.expand(v, from, to, fname), fname, "v"))
+    while #from - lead > nd and from[lead + 1] == 1 do lead = lead + 1 end
+    if lead > 0 then v = M.reshape(v, { unpack(from, lead + 1) }) end
+    ops.copy_into(vh, v, fname, "v", "x[i]'s")
   elseif type(v) == "number" or type(v) == "boolean" or type(v) == "cdata" then
     ops.fill_handle(vh, v, fname, "v")
   else
