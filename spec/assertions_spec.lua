@@ -87,6 +87,36 @@ H.each_device("assert.tensor_equal and assert.same_shape", function(dev, it)
     assert.tensor_equal(a, a:clone())
   end)
 
+  it("tensor_equal takes -0.0 for +0.0 (numpy's array_equal); {strict = true} compares the signs of zeros", function()
+    local rng = H.rng(H.seed_for("strict " .. dev))
+    local values = H.random_table(rng, { 3, 4 }, "float64", "sum")
+    local i, j = rng:int(1, 3), rng:int(1, 4)
+    values[i][j] = 0.0
+    local x = T(values, "float64")
+    values[i][j] = -0.0
+    assert.tensor_equal(values, x)
+    local msg = failure(function() assert.tensor_equal(values, x, { strict = true }) end)
+    assert.matches(("first at [%d][%d]: expected -0, actual 0"):format(i, j), msg, 1, true)
+    assert.matches("signs of zeros compared", msg, 1, true)
+    assert.is_not.tensor_equal(values, x, { strict = true })
+    values[i][j] = 0.0
+    assert.tensor_equal(values, x, { strict = true })
+    -- NaN matches NaN in both modes; a NaN against a number fails in both
+    assert.tensor_equal({ 0 / 0, -0.0 }, T({ 0 / 0, -0.0 }), { strict = true })
+    assert.is_string(failure(function() assert.tensor_equal({ 0 / 0 }, T({ 1 }), { strict = true }) end))
+    assert.is_string(failure(function() assert.tensor_equal({ 1 }, T({ 0 / 0 }), { strict = true }) end))
+    -- a tensor as expected, and a float32 one
+    assert.is_not.tensor_equal(T({ -0.0, 1 }), T({ 0.0, 1 }), { strict = true })
+    assert.tensor_equal(T({ -0.0, 1 }), T({ 0.0, 1 }))
+    -- integers have one zero; a misspelt option is an error, not a failure
+    assert.tensor_equal({ 0, 1 }, T({ 0, 1 }, "int32"), { strict = true })
+    local ok, err = pcall(function() assert.tensor_equal({ 1 }, T({ 1 }), { strcit = true }) end)
+    assert.is_false(ok)
+    assert.matches("cuscan: tensor_equal: opts: unknown option 'strcit'", tostring(err), 1, true)
+    ok = pcall(function() assert.is_not.tensor_equal({ 1 }, T({ 2 }), { strict = "yes" }) end)
+    assert.is_false(ok)
+  end)
+
   it("same_shape compares shapes of tensors and tables", function()
     assert.same_shape(T({ { 1, 2 } }), cs.zeros({ 1, 2 }, { device = dev }))
     assert.same_shape({ { 1, 2 } }, cs.zeros({ 1, 2 }, { device = dev }))

@@ -1,18 +1,70 @@
--- Differential fuzzing (issue 5): random cases (shapes up to 5-D with lengths 0..5000, dtype,
--- dim, view, reverse, exclusive, mask, kind of out). With a CUDA device each case runs on CUDA and
--- on the CPU and the two must agree (and both match the plain-Lua oracle on small cases); without
--- one, the CPU is checked against the oracle on small cases.
---   CUSCAN_FUZZ_SEED   the run's seed (default fixed, so CI repeats itself)
---   CUSCAN_FUZZ_CASES  how many cases (default 1000, in total across devices)
+-- Differential fuzzing (issues 5 and 12): random cases (shapes up to 5-D with lengths 0..5000, a
+-- view of them (transpose, narrow, select), any dim, every supported dtype pair, reverse,
+-- exclusive, mask, and out: none, poisoned, x itself, a view into a poisoned buffer, or that view
+-- scanned in place). Every case runs on the CPU and is checked against the plain-Lua oracle of
+-- spec/helpers.lua: bit for bit, since the CPU folds each line in order as the oracle does (float32
+-- outputs are the float32 rounding of the float64 prefix, zeros keep their signs). With a CUDA
+-- device the case runs there too and must agree with the CPU: integers exactly, float32 within 1
+-- ulp, float64 within the rounding of a differently associated fold.
+--   CUSCAN_FUZZ_SEED     the run's seed (default: a fresh one per run, from CUSCAN_SPEC_SEED or the
+--                        clock); printed first, so that any run can be replayed
+--   CUSCAN_FUZZ_CASES    how many cases (default 1000; the GPU host runs 10000)
+--   CUSCAN_FORCE_FAMILY  passed through to the library untouched, and named in replay lines
 -- A failure prints the seed and the case; rerun it with the same CUSCAN_FUZZ_SEED and
--- `busted --filter='fuzz case N:'`.
+-- `busted --filter='fuzz case N:' spec/fuzz_spec.lua`.
+local ffi = require("ffi")
 local H = require("spec.helpers")
 local cs = require("cuscan")
 require("cuscan.assertions")
 
-local SEED = tonumber(os.getenv("CUSCAN_FUZZ_SEED")) or 20260101
+local SEED = tonumber(os.getenv("CUSCAN_FUZZ_SEED")) or H.seed_for("fuzz")
 local CASES = tonumber(os.getenv("CUSCAN_FUZZ_CASES")) or 1000
 local ORACLE_CAP = 6000  -- elements the plain-Lua oracle checks
+
+-- The kernel families the CUDA planner can be forced to, by the names the library takes in
+-- CUSCAN_FORCE_FAMILY. Empty: the planner chooses, and a CUSCAN_FORCE_FAMILY set from outside
+-- reaches the library as it is. Once the library reads the variable, list its families here: each
+-- CUDA case then runs once per family, with the variable set in this process before the scan.
+local FAMILIES = {}
+local FORCED = os.getenv("CUSCAN_FORCE_FAMILY")
+
+local setenv
+if #FAMILIES > 0 then
+  ffi.cdef("int setenv(const char *name, const char *value, int overwrite);")
+  setenv = function(name) ffi.C.setenv("CUSCAN_FORCE_FAMILY", name, 1) end
+end
+
+local function replay_line(i, c, family)
+  return ("[fuzz replay: CUSCAN_FUZZ_SEED=%d%s busted --filter='fuzz case %d:' spec/fuzz_spec.lua] %s"):format(
+    SEED, (family or FORCED) and (" CUSCAN_FORCE_FAMILY=" .. (family or FORCED)) or "", i, H.case_text(c))
+end
+
+io.stdout:write(("fuzz: %d cases, CUSCAN_FUZZ_SEED=%d%s\n"):format(CASES, SEED,
+  FORCED and (", CUSCAN_FORCE_FAMILY=" .. FORCED) or ""))
+
+-- The oracle's result for a case, rounded as the output dtype stores it.
+local function oracle(c, x, mask)
+  local ref = H.scan_ref(x:totable(), c.dim, { op = c.op, reverse = c.reverse, exclusive = c.exclusive,
+                                               mask = mask and mask:totable() or nil, dtype = c.odtype })
+  return H.as_stored(ref, c.odtype)
+end
+
+-- CUDA's result against the CPU's, by the contract's tolerances.
+local function agree(c, y, yd, len)
+  if H.is_int_dtype[c.odtype] then
+    assert.tensor_equal(y, yd)
+  elseif c.odtype == "float32" then
+    local a, b = H.flatten(y:totable()), H.flatten(yd:totable())
+    for k = 1, #a do
+      if H.f32_ulps(a[k], b[k]) > 1 then
+        error(("element %d: CPU %.9g, CUDA %.9g, %g float32 ulps apart"):format(k, a[k], b[k], H.f32_ulps(a[k], b[k])), 2)
+      end
+    end
+  else
+    local rtol, atol = H.tol(c.odtype, c.op, len)
+    assert.tensor_near(y, yd, rtol, atol)
+  end
+end
 
 describe("differential fuzzing #fuzz", function()
   local cuda = cs.cuda_available()
@@ -24,6 +76,7 @@ describe("differential fuzzing #fuzz", function()
     local c = H.random_case(rng, cuda and 400000 or ORACLE_CAP)
     local name = ("fuzz case %d: %s"):format(i, H.case_text(c))
     it(name, function()
+      local family
       local ok, err = pcall(function()
         local x, mask = H.case_inputs(c)
         local len = H.case_len(c, x)
@@ -33,24 +86,27 @@ describe("differential fuzzing #fuzz", function()
         if x:numel() == 0 then
           assert.equal(0, y:numel())
         elseif x:numel() <= ORACLE_CAP then
-          local expected = H.scan_ref(x:totable(), c.dim, { op = c.op, reverse = c.reverse, exclusive = c.exclusive,
-                                                            mask = mask and mask:totable() or nil, dtype = c.odtype })
-          H.assert_result(expected, y, c.odtype, c.op, len)
+          local expected = oracle(c, x, mask)
+          if H.is_int_dtype[c.odtype] then
+            H.assert_int_equal(expected, y)
+          else
+            assert.tensor_equal(expected, y, { strict = true })
+          end
         end
         if cuda then
           local xd, md = x:cuda(), mask and mask:cuda() or nil
-          local yd = H.run_case(c, xd, md)
-          assert.equal("cuda", yd.device)
-          if H.is_int_dtype[c.odtype] then
-            assert.tensor_equal(y, yd)
-          else
-            local rtol, atol = H.tol(c.odtype, c.op, len)
-            assert.tensor_near(y, yd, rtol, atol)
+          for _, f in ipairs(#FAMILIES > 0 and FAMILIES or { false }) do
+            family = f or nil
+            if family then setenv(family) end
+            local yd = H.run_case(c, xd, md)
+            assert.equal("cuda", yd.device)
+            agree(c, y, yd, len)
           end
+          family = nil
         end
       end)
       if not ok then
-        local note = ("[fuzz replay: CUSCAN_FUZZ_SEED=%d busted --filter='fuzz case %d:'] %s\n"):format(SEED, i, H.case_text(c))
+        local note = replay_line(i, c, family) .. "\n"
         if type(err) == "table" and err.message ~= nil then
           err.message = note .. tostring(err.message)
           error(err, 0)

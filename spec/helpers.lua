@@ -137,9 +137,11 @@ local function to_int64(v)
   return int64(v)
 end
 
--- The scan of one line (a Lua array) by the definitions: acc starts at the identity; element i
--- of an inclusive scan is acc after adding x[i]; of an exclusive scan, acc before it; reverse
--- walks from the end; an element whose mask is false leaves acc unchanged.
+-- The scan of one line (a Lua array) by the definitions (README's contract): acc starts at the
+-- identity (-0.0 for float sums, since -0.0 + x == x for every x); an element whose mask is false
+-- reads as +0.0 (sums) or 1 (products), as where(mask, x, 0) would give; element i of an
+-- inclusive scan is acc after taking in x[i]; of an exclusive scan, acc before it, the first
+-- getting the empty prefix (+0.0 or 1); reverse walks from the end. Floats accumulate in double.
 -- odtype: output dtype name. Integer results are int64 cdata (exact, wrapping as two's
 -- complement); int32 outputs wrap to 32 bits.
 function H.scan_line(xs, opts)
@@ -147,23 +149,29 @@ function H.scan_line(xs, opts)
   local n = #xs
   local out = {}
   local int = INT[odt]
-  local acc
-  if int then acc = op == "sum" and 0LL or 1LL else acc = op == "sum" and 0.0 or 1.0 end
+  local acc, masked, empty
+  if int then
+    acc = op == "sum" and 0LL or 1LL
+    masked, empty = acc, acc
+  else
+    acc = op == "sum" and -0.0 or 1.0
+    masked = op == "sum" and 0.0 or 1.0
+    empty = masked
+  end
   for k = 1, n do
     local i = rev and (n + 1 - k) or k
     local before = acc
-    if mask == nil or mask[i] then
-      local v = xs[i]
-      if int then
-        v = to_int64(v)
-        if op == "sum" then acc = acc + v else acc = acc * v end
-        if odt == "int32" then acc = wrap32(acc) end
-      else
-        if type(v) == "boolean" then v = v and 1 or 0 end
-        if op == "sum" then acc = acc + v else acc = acc * v end
-      end
+    local v = masked
+    if mask == nil or mask[i] then v = xs[i] end
+    if int then
+      v = to_int64(v)
+      if op == "sum" then acc = acc + v else acc = acc * v end
+      if odt == "int32" then acc = wrap32(acc) end
+    else
+      if type(v) == "boolean" then v = v and 1 or 0 end
+      if op == "sum" then acc = acc + v else acc = acc * v end
     end
-    out[i] = excl and before or acc
+    if excl then out[i] = k == 1 and empty or before else out[i] = acc end
   end
   return out
 end
@@ -243,12 +251,41 @@ function H.f32(v)
   return f32box[0]
 end
 
+-- How many float32 values lie between a and b (both float32 values; -0.0 and +0.0 count as one,
+-- the largest float and inf are neighbours): 0 when equal or both NaN, inf when one is NaN.
+local bitbox = ffi.new("union { float f; int32_t i; }")
+local function f32_order(v)
+  bitbox.f = v
+  local i = bitbox.i
+  if i < 0 then i = -2147483648 - i end
+  return i
+end
+function H.f32_ulps(a, b)
+  if a ~= a or b ~= b then return (a ~= a and b ~= b) and 0 or math.huge end
+  return math.abs(f32_order(a) - f32_order(b))
+end
+
 -- Leaves rounded as stored in dtype (the oracle must start from what the tensor holds).
 function H.as_stored(t, dtype)
   if dtype ~= "float32" then return t end
   if type(t) == "number" then return H.f32(t) end
   local out = {}
   for i, v in ipairs(t) do out[i] = H.as_stored(v, dtype) end
+  return out
+end
+
+-- The same values laid out as a row (dim 2 of 1xN), a column (dim 1 of Nx1) and the first column
+-- of a wide tensor: a list of { kind, tensor, dim }. H.first_line reads a result's first line.
+function H.line_layouts(values, dev, dtype)
+  local row = cs.tensor({ values }, { device = dev, dtype = dtype })
+  local col = cs.tensor(values, { device = dev, dtype = dtype }):reshape({ #values, 1 })
+  return { { "row", row, 2 }, { "column", col, 1 }, { "column of a wide tensor", cs.cat({ col, col, col }, 2), 1 } }
+end
+
+function H.first_line(t, kind)
+  if kind == "row" then return t:totable()[1] end
+  local out = {}
+  for i, r in ipairs(t:totable()) do out[i] = r[1] end
   return out
 end
 
@@ -301,11 +338,12 @@ end
 function H.bits(t)
   local c = t:cpu():contiguous()
   if c:numel() == 0 then return "" end
-  local C = require("cuscan.core").C
-  local size = require("cuscan.core").DTYPE_SIZE[require("cuscan.core").DTYPE[c.dtype]]
-  local base = ffi.cast("uint8_t *", C.cs_tensor_host_data(c.h)) + C.cs_tensor_offset(c.h) * size
+  local core = require("cuscan.core")
+  local C, ch = core.C, core.check_tensor(c, "bits", "t")
+  local size = core.DTYPE_SIZE[core.DTYPE[c.dtype]]
+  local base = ffi.cast("uint8_t *", C.cs_tensor_host_data(ch)) + C.cs_tensor_offset(ch) * size
   local s = ffi.string(base, c:numel() * size)
-  require("cuscan.core").keep(c)  -- base points into c's storage
+  core.keep(c)  -- base points into c's storage
   return s
 end
 
@@ -363,8 +401,13 @@ function H.random_case(rng, cap, max_dims, max_len)
   local pair = rng:pick(FUZZ_PAIRS[c.op])
   c.dtype, c.odtype = pair[1], pair[2]
   c.reverse, c.exclusive, c.masked = rng:bool(0.5), rng:bool(0.5), rng:bool(0.5)
-  c.out = rng:pick({ "new", "poisoned", "inplace" })
-  if c.out == "inplace" and c.dtype ~= c.odtype then c.out = "poisoned" end
+  -- out: none, a poisoned tensor, x itself, the case's view of a poisoned buffer (whose other
+  -- elements must stay poisoned), or that view holding x's values and scanned in place
+  c.out = rng:pick({ "new", "poisoned", "inplace", "view", "inplace view" })
+  if c.dtype ~= c.odtype then
+    if c.out == "inplace" then c.out = "poisoned" end
+    if c.out == "inplace view" then c.out = "view" end
+  end
   c.seed = rng:int(0, 2 ^ 31 - 2)
   return c
 end
@@ -404,18 +447,34 @@ function H.case_inputs(c)
   return x, c.masked and m or nil
 end
 
--- Runs the case's scan on x (on x's device): returns the result tensor.
+-- Runs the case's scan on x (on x's device): returns the result tensor. Where out is a view of a
+-- poisoned buffer, checks that the scan wrote nothing outside the view.
 function H.run_case(c, x, mask)
   local fn = c.op == "sum" and "cumsum" or "cumprod"
   local opts = { reverse = c.reverse, exclusive = c.exclusive, mask = mask, dtype = c.odtype }
+  local poison, buf = H.poison(c.odtype), nil
   if c.out == "poisoned" then
-    opts.out = cs.full(x:shape(), H.poison(c.odtype), { dtype = c.odtype, device = x.device })
+    opts.out = cs.full(x:shape(), poison, { dtype = c.odtype, device = x.device })
   elseif c.out == "inplace" then
     x = x:clone()
     opts.out = x
+  elseif c.out == "view" or c.out == "inplace view" then
+    buf = cs.full(c.base, poison, { dtype = c.odtype, device = x.device })
+    opts.out = H.apply_view(c, buf)
+    if c.out == "inplace view" then
+      opts.out:copy(x)
+      x = opts.out
+    end
   end
   local y = cs[fn](x, c.dim, opts)
   if opts.out then assert.is_true(rawequal(y, opts.out)) end
+  if buf then
+    local outside = cs.full(c.base, true, { device = x.device })
+    H.apply_view(c, outside):fill(false)
+    local changed = poison ~= poison and buf:eq(buf) or buf:ne(poison)
+    local n = changed:logical_and(outside):sum()
+    if n ~= 0 then error(("the scan wrote %d elements outside its out view"):format(n), 2) end
+  end
   return y
 end
 

@@ -10,19 +10,7 @@ local function is_nan(v) return v ~= v end
 local function is_neg_zero(v) return v == 0 and 1 / v < 0 end
 local function is_pos_zero(v) return v == 0 and 1 / v > 0 end
 
--- the same values laid out as a row (dim 2 of 1xN) and as a column (dim 1 of Nx1)
-local function layouts(values, dev, dtype)
-  local row = cs.tensor({ values }, { device = dev, dtype = dtype })
-  local col = cs.tensor(values, { device = dev, dtype = dtype }):reshape({ #values, 1 })
-  return { { "row", row, 2 }, { "column", col, 1 }, { "column of a wide tensor", cs.cat({ col, col, col }, 2), 1 } }
-end
-
-local function first_line(t, kind)
-  if kind == "row" then return t:totable()[1] end
-  local out = {}
-  for i, r in ipairs(t:totable()) do out[i] = r[1] end
-  return out
-end
+local layouts, first_line = H.line_layouts, H.first_line
 
 H.each_device("special values", function(dev, it)
   for _, dtype in ipairs({ "float32", "float64" }) do
@@ -147,12 +135,13 @@ end)
 
 describe("reading NaNs of any payload", function()
   local ffi = require("ffi")
-  local C = require("cuscan.core").C
+  local core = require("cuscan.core")
+  local C = core.C
 
   -- a CPU tensor whose elements hold the given bit patterns
   local function with_bits(dtype, patterns)
     local t = cs.zeros({ #patterns }, { dtype = dtype, device = "cpu" })
-    local p = ffi.cast(dtype == "float32" and "uint32_t *" or "uint64_t *", C.cs_tensor_host_data(t.h))
+    local p = ffi.cast(dtype == "float32" and "uint32_t *" or "uint64_t *", C.cs_tensor_host_data(core.check_tensor(t, "with_bits", "t")))
     for i, b in ipairs(patterns) do p[i - 1] = b end
     return t
   end

@@ -148,6 +148,8 @@ int cs_tensor_overlap(const cs_tensor *a, const cs_tensor *b);
 
 /* ---- filling and moving data ------------------------------------------------------------------- */
 
+/* Every element of t set to value. An integer dtype takes the value truncated toward zero and
+ * refuses (CS_ERR_ARGUMENT) NaN, the infinities and values outside its range. */
 cs_status cs_fill(cs_tensor *t, double value);
 cs_status cs_fill_int64(cs_tensor *t, int64_t value);
 
@@ -155,11 +157,13 @@ cs_status cs_fill_int64(cs_tensor *t, int64_t value);
  * the same seed gives the same values on either device and any layout. float dtypes only. */
 cs_status cs_rand(cs_tensor *t, uint64_t seed);
 
-/* t[i] = start + i * step in row-major order. */
+/* t[i] = start + i * step in row-major order (computed in int64 for integer dtypes, where start,
+ * step and every element must fit: CS_ERR_ARGUMENT otherwise). */
 cs_status cs_arange(cs_tensor *t, double start, double step);
 
-/* dst = src element by element: same shape, any dtypes (converted as C casts do; bool is v != 0),
- * any strides, any devices. Waits when dst is on the CPU and src on CUDA. */
+/* dst = src element by element: same shape, any dtypes, any strides, any devices. Conversions to an
+ * integer dtype truncate toward zero and saturate: values beyond its range become its lowest or
+ * highest value and NaN becomes 0; bool is v != 0. Waits when dst is on the CPU and src on CUDA. */
 cs_status cs_copy(cs_tensor *dst, const cs_tensor *src);
 
 /* ---- timing ------------------------------------------------------------------------------------ */
@@ -170,7 +174,8 @@ typedef struct cs_event cs_event;
 cs_status cs_event_create(cs_event **out, cs_device device);
 void cs_event_free(cs_event *e);
 cs_status cs_event_record(cs_event *e);
-/* Milliseconds from start to end; waits for end to complete. */
+/* Milliseconds from start to end; waits for end to complete. Both must have been recorded
+ * (CS_ERR_ARGUMENT otherwise). */
 cs_status cs_event_elapsed(cs_event *start, cs_event *end, double *ms);
 
 /* ---- scans ------------------------------------------------------------------------------------- */
@@ -241,7 +246,8 @@ cs_status cs_unary(cs_tensor *out, const cs_tensor *x, cs_unary_op op);
  * bool out. Integer division by zero gives 0; integer arithmetic wraps. */
 cs_status cs_binary(cs_tensor *out, const cs_tensor *a, const cs_tensor *b, cs_binary_op op);
 
-/* out = op(a, s) or, with scalar_first, op(s, a). */
+/* out = op(a, s) or, with scalar_first, op(s, a). Where the op computes in an integer dtype, s must
+ * fit in it (CS_ERR_ARGUMENT otherwise). */
 cs_status cs_binary_scalar(cs_tensor *out, const cs_tensor *a, double s, cs_binary_op op, int scalar_first);
 
 /* Reduces x along dim into out (x's shape without dim, on x's device), or over all elements when

@@ -6,7 +6,7 @@
 
 struct cs_event {
     cs_device device;
-    int recorded;
+    int recorded;              /* 0 until the first cs_event_record */
     double host_ms;
     void *cuda_event;
 };
@@ -41,6 +41,7 @@ void cs_event_free(cs_event *e)
 
 cs_status cs_event_record(cs_event *e)
 {
+    if (!e) return cs_fail(CS_ERR_ARGUMENT, "expected an event, got NULL");
     if (e->device == CS_CUDA) {
         cs_status st = cs_cuda_event_record(e->cuda_event);
         if (!st) e->recorded = 1;
@@ -55,9 +56,11 @@ cs_status cs_event_record(cs_event *e)
 
 cs_status cs_event_elapsed(cs_event *start, cs_event *end, double *ms)
 {
+    if (!start || !end || !ms) return cs_fail(CS_ERR_ARGUMENT, "expected two events and a result, got NULL");
     if (start->device != end->device) return cs_fail(CS_ERR_ARGUMENT, "events of different devices");
-    if (!start->recorded || !end->recorded)
-        return cs_fail(CS_ERR_ARGUMENT, "%s event was never recorded", !start->recorded ? "the start" : "the end");
+    /* an unrecorded event marks no point in time; CUDA would report a bare "invalid handle" */
+    if (!start->recorded) return cs_fail(CS_ERR_ARGUMENT, "the start event was never recorded (record it first)");
+    if (!end->recorded) return cs_fail(CS_ERR_ARGUMENT, "the end event was never recorded (record it first)");
     if (end->device == CS_CUDA) return cs_cuda_event_elapsed(start->cuda_event, end->cuda_event, ms);
     *ms = end->host_ms - start->host_ms;
     return CS_OK;

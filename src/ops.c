@@ -1,5 +1,6 @@
 /* ops.c - fill, rand, arange, copy (within and across devices), element-wise ops, reductions and
  * comparisons: argument checks, plans, backend dispatch. */
+#include <math.h>
 #include <string.h>
 #include "internal.h"
 
@@ -38,18 +39,30 @@ static cs_status check_pair(const cs_tensor *out, const cs_tensor *a, const char
     return CS_OK;
 }
 
+/* A double that becomes an element of an integer dtype: truncated toward zero, and only when it is
+ * finite and in range (the conversion is undefined in C otherwise, and wrapping would be silent).
+ * Float dtypes and bool take any value. */
+static cs_status check_element(double v, cs_dtype dtype, const char *what)
+{
+    if (dtype != CS_INT32 && dtype != CS_INT64) return CS_OK;
+    const double lo = dtype == CS_INT32 ? -2147483648.0 : -9223372036854775808.0;
+    const double end = dtype == CS_INT32 ? 2147483648.0 : 9223372036854775808.0;
+    const double w = trunc(v);
+    if (!(w >= lo && w < end))
+        return cs_fail(CS_ERR_ARGUMENT, "%s: %.17g is out of range for %s", what, v, cs_dtype_name(dtype));
+    return CS_OK;
+}
+
 cs_status cs_fill(cs_tensor *t, double value)
 {
     cs_status st = cs_check_usable(t, "fill");
     if (st) return st;
+    if ((st = check_element(value, t->dtype, "value"))) return st;
     cs_elementwise_plan p;
     ew_plan(&p, 0, t, NULL, NULL);
     p.op = CS_EW_FILL;
     p.scalar = value;
-    p.iscalar = (t->dtype == CS_INT32 || t->dtype == CS_INT64 || t->dtype == CS_BOOL)
-                    ? (value != value ? 0 : (value >= 9.2e18 ? INT64_MAX : (value <= -9.2e18 ? INT64_MIN : (int64_t)value)))
-                    : 0;
-    if (t->dtype == CS_BOOL) p.iscalar = value != 0.0;
+    p.iscalar = t->dtype == CS_BOOL ? value != 0.0 : (t->dtype == CS_INT32 || t->dtype == CS_INT64) ? (int64_t)value : 0;
     return run_ew(&p, t->device);
 }
 
@@ -57,6 +70,8 @@ cs_status cs_fill_int64(cs_tensor *t, int64_t value)
 {
     cs_status st = cs_check_usable(t, "fill");
     if (st) return st;
+    if (t->dtype == CS_INT32 && (value < INT32_MIN || value > INT32_MAX))
+        return cs_fail(CS_ERR_ARGUMENT, "value: %lld is out of range for int32", (long long)value);
     cs_elementwise_plan p;
     ew_plan(&p, 0, t, NULL, NULL);
     p.op = CS_EW_FILL;
@@ -99,6 +114,17 @@ cs_status cs_arange(cs_tensor *t, double start, double step)
 {
     cs_status st = cs_check_usable(t, "arange");
     if (st) return st;
+    const int64_t n = cs_tensor_numel(t);
+    if (!cs_dtype_is_float(t->dtype) && n > 0) {
+        /* integer elements are start + i * step in int64: each piece and the last element must fit */
+        int64_t last;
+        if ((st = check_element(start, CS_INT64, "start")) || (st = check_element(step, CS_INT64, "step"))) return st;
+        if (__builtin_mul_overflow(n - 1, (int64_t)step, &last) || __builtin_add_overflow(last, (int64_t)start, &last))
+            return cs_fail(CS_ERR_ARGUMENT, "the last element overflows int64");
+        if ((st = check_element((double)(int64_t)start, t->dtype, "start")) ||
+            (st = check_element((double)last, t->dtype, "the last element")))
+            return st;
+    }
     cs_elementwise_plan p;
     ew_plan(&p, 0, t, NULL, NULL);
     row_major_iter(&p.it, t);
@@ -143,7 +169,11 @@ cs_status cs_copy(cs_tensor *dst, const cs_tensor *src)
         cs_elementwise_plan p;
         ew_plan(&p, 1, dst, src, NULL);
         p.op = CS_EW_COPY;
-        p.compute = (cs_dtype_is_float(dst->dtype) || cs_dtype_is_float(src->dtype)) ? CS_FLOAT64 : CS_INT64;
+        /* Conversions saturate: a value beyond the target's range becomes its nearest end (NaN
+         * becomes 0). int64 to int32 goes through double for that: every int64 outside int32's
+         * range stays outside it when rounded, and the double store clamps. */
+        p.compute = (cs_dtype_is_float(dst->dtype) || cs_dtype_is_float(src->dtype) ||
+                     (dst->dtype == CS_INT32 && src->dtype == CS_INT64)) ? CS_FLOAT64 : CS_INT64;
         return run_ew(&p, dst->device);
     }
     /* across devices: the bytes travel contiguous and in src's dtype; the receiving side scatters */
@@ -218,8 +248,12 @@ cs_status cs_binary_scalar(cs_tensor *out, const cs_tensor *a, double s, cs_bina
     p.has_scalar = 1;
     p.scalar = s;
     p.scalar_first = scalar_first;
-    int s_is_int = s == (double)(int64_t)s;
+    /* an integer comparison only for a scalar that is exactly an int64 (the test itself must not
+     * convert a double out of int64's range) */
+    int s_is_int = s >= -9223372036854775808.0 && s < 9223372036854775808.0 && s == (double)(int64_t)s;
     p.compute = is_predicate(op) ? (cs_dtype_is_float(a->dtype) || !s_is_int ? CS_FLOAT64 : CS_INT64) : out->dtype;
+    if (!cs_dtype_is_float(p.compute) && (st = check_element(s, p.compute == CS_INT32 ? CS_INT32 : CS_INT64, "scalar")))
+        return st;
     return run_ew(&p, out->device);
 }
 

@@ -10,18 +10,25 @@ int64_t cs_numel_of(int ndim, const int64_t *shape)
     return n;
 }
 
+/* Sizes must be >= 0 and the sizes other than 0 must multiply within int64 (a contiguous stride is
+ * such a product, whether or not another dim is empty). */
 static cs_status check_shape(int ndim, const int64_t *shape, int64_t *numel)
 {
     if (ndim < 0 || ndim > CS_MAX_DIMS)
         return cs_fail(CS_ERR_ARGUMENT, "shape: expected at most %d dims, got %d", CS_MAX_DIMS, ndim);
     int64_t n = 1;
+    int empty = 0;
     for (int i = 0; i < ndim; i++) {
         if (shape[i] < 0) return cs_fail(CS_ERR_ARGUMENT, "shape: size %lld of dim %d is negative", (long long)shape[i], i + 1);
-        if (shape[i] > 0 && n > INT64_MAX / shape[i])
+        if (shape[i] == 0) {
+            empty = 1;
+            continue;
+        }
+        if (n > INT64_MAX / shape[i])
             return cs_fail(CS_ERR_ARGUMENT, "shape: the element count overflows int64");
         n *= shape[i];
     }
-    *numel = n;
+    *numel = empty ? 0 : n;
     return CS_OK;
 }
 
@@ -130,7 +137,9 @@ cs_status cs_as_strided(cs_tensor **out, const cs_tensor *base, int ndim, const 
     int64_t last = offset;
     for (int i = 0; i < ndim; i++) {
         if (strides[i] < 0) return cs_fail(CS_ERR_ARGUMENT, "view: negative stride in dim %d", i + 1);
-        if (shape[i] > 0) last += (shape[i] - 1) * strides[i];
+        int64_t span;
+        if (n > 0 && (__builtin_mul_overflow(shape[i] - 1, strides[i], &span) || __builtin_add_overflow(last, span, &last)))
+            return cs_fail(CS_ERR_ARGUMENT, "view: the strides in dim %d reach past int64", i + 1);
     }
     int64_t capacity = (int64_t)(base->storage->bytes / cs_dtype_size(base->dtype));
     if (n > 0 && last >= capacity)

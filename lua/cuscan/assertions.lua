@@ -8,7 +8,9 @@
 --       follow actual's dtype: float32 rtol 1e-5, atol 1e-6; float64 rtol 1e-9, atol 1e-12;
 --       integers and bool exact. A failure names the first differing index, both values, the count
 --       of differing elements and the largest absolute and relative errors.
---   assert.tensor_equal(expected, actual)      the same with exact equality.
+--   assert.tensor_equal(expected, actual[, {strict = true}])
+--       the same with exact equality: numpy's array_equal rule, where -0.0 equals +0.0 (and, as in
+--       tensor_near, NaN matches NaN). With strict, a zero must also have the expected sign.
 --   assert.same_shape(a, b)                    tensors (or nested tables) of one shape.
 --
 -- All three work negated (assert.is_not.tensor_near(...)). The comparison itself runs in the C
@@ -90,7 +92,7 @@ local function is_close(a, e, rtol, atol)
 end
 
 -- Compares; returns ok and a description (of the difference, or of the agreement).
-local function compare(expected, actual, rtol, atol, exact)
+local function compare(expected, actual, rtol, atol, exact, strict)
   if not core.is_tensor(actual) then
     return false, "actual: expected a cuscan tensor, got " .. core.describe(actual)
   end
@@ -122,8 +124,8 @@ local function compare(expected, actual, rtol, atol, exact)
   if exact then rtol, atol = 0, 0 end
   if rtol == nil then rtol = tol[1] end
   if atol == nil then atol = tol[2] end
-  if type(rtol) ~= "number" or rtol < 0 then return false, "rtol: expected a non-negative number, got " .. core.describe(rtol) end
-  if type(atol) ~= "number" or atol < 0 then return false, "atol: expected a non-negative number, got " .. core.describe(atol) end
+  if type(rtol) ~= "number" or not (rtol >= 0) then return false, "rtol: expected a non-negative number, got " .. core.describe(rtol) end
+  if type(atol) ~= "number" or not (atol >= 0) then return false, "atol: expected a non-negative number, got " .. core.describe(atol) end
 
   local et
   if from_table then
@@ -148,7 +150,9 @@ local function compare(expected, actual, rtol, atol, exact)
     -- an infinity against another value can slip through rtol * inf: look at the values then
     if far == 0 and max_abs == huge then far = -1 end
   end
-  if far == 0 then
+  -- strict: equal values may still be zeros of different signs, which only the values show
+  strict = strict and not ints
+  if far == 0 and not strict then
     return true, format("all %d elements are within rtol=%g, atol=%g", actual:numel(), rtol, atol)
   end
 
@@ -159,6 +163,7 @@ local function compare(expected, actual, rtol, atol, exact)
     local a, e = num(av[i]), num(ev[i])
     local close
     if ints then close = av[i] == ev[i] else close = is_close(a, e, rtol, atol) end
+    if close and strict and a == 0 and e == 0 and (1 / a > 0) ~= (1 / e > 0) then close = false end
     if not close then
       first = first or i
       bad = bad + 1
@@ -180,8 +185,8 @@ local function compare(expected, actual, rtol, atol, exact)
     return true, format("all %d elements are within rtol=%g, atol=%g", actual:numel(), rtol, atol)
   end
   return false, format(
-    "%d of %d elements differ (rtol=%g, atol=%g)\n  first at %s: expected %s, actual %s\n  max abs error %.6g, max rel error %.6g%s\n  actual: %s %s tensor on %s",
-    bad, #av, rtol, atol, index_text(first, ashape), value_text(ev[first]), value_text(av[first]),
+    "%d of %d elements differ (rtol=%g, atol=%g%s)\n  first at %s: expected %s, actual %s\n  max abs error %.6g, max rel error %.6g%s\n  actual: %s %s tensor on %s",
+    bad, #av, rtol, atol, strict and ", signs of zeros compared" or "", index_text(first, ashape), value_text(ev[first]), value_text(av[first]),
     max_abs, max_rel, nans > 0 and format(" (over numbers; %d NaN where the other has a number)", nans) or "",
     shape_text(ashape), adtype, actual.device)
 end
@@ -192,8 +197,13 @@ local function tensor_near(state, arguments)
   return ok
 end
 
+local EQUAL_OPTS = { strict = true }
+
 local function tensor_equal(state, arguments)
-  local ok, msg = compare(arguments[1], arguments[2], nil, nil, true)
+  -- a misspelt option is an error, not a failure (which a negated assertion would take for a pass)
+  local opts = core.check_opts(arguments[3], EQUAL_OPTS, "tensor_equal")
+  local strict = opts ~= nil and core.check_bool_opt(opts.strict, "tensor_equal", "strict")
+  local ok, msg = compare(arguments[1], arguments[2], nil, nil, true, strict)
   state.failure_message = msg
   return ok
 end

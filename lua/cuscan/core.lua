@@ -52,7 +52,7 @@ core.fail = fail
 local function describe(v)
   local t = type(v)
   if t == "nil" then return "nil" end
-  if t == "table" and core.tensor_mt and getmetatable(v) == core.tensor_mt then return "a tensor" end
+  if core.is_tensor(v) then return "a tensor" end
   if t == "number" then return "number " .. tostring(v) end
   if t == "string" then return format("string %q", #v > 40 and v:sub(1, 37) .. "..." or v) end
   if t == "boolean" then return "boolean " .. tostring(v) end
@@ -114,8 +114,9 @@ end
 
 -- Checks that opts is nil or a table whose keys are all in `allowed` (a set), so that a misspelt
 -- option is an error instead of being silently ignored.
+-- (A NULL cdata compares equal to nil, hence the type test.)
 function core.check_opts(opts, allowed, fname, argname)
-  if opts == nil then return nil end
+  if type(opts) == "nil" then return nil end
   if type(opts) ~= "table" then
     raise(format("%s: %s: expected a table of options, got %s", fname, argname or "opts", describe(opts)))
   end
@@ -132,7 +133,7 @@ function core.check_opts(opts, allowed, fname, argname)
 end
 
 function core.check_bool_opt(v, fname, name)
-  if v == nil then return false end
+  if type(v) == "nil" then return false end
   if type(v) ~= "boolean" then
     raise(format("%s: %s: expected a boolean, got %s", fname, name, describe(v)))
   end
@@ -143,6 +144,58 @@ local function is_int(v)
   return type(v) == "number" and v == floor(v) and v > -huge and v < huge
 end
 core.is_int = is_int
+
+---------------------------------------------------------------------------------------------------
+-- Lua values as elements. Every way a Lua value becomes an element (cs.tensor, cs.full, x:fill,
+-- cs.arange, the number in an element-wise op, x[i] = v) goes through check_element, so that one
+-- rule holds everywhere: a float dtype takes any number; bool stores v ~= 0; an integer dtype
+-- truncates fractions toward zero (as numpy and torch do) and refuses NaN, the infinities and
+-- whatever lies outside its range, instead of wrapping or hitting C's undefined conversion.
+---------------------------------------------------------------------------------------------------
+local int64_ct, uint64_ct = ffi.typeof("int64_t"), ffi.typeof("uint64_t")
+local INT_LIMITS = {  -- lowest and highest storable value, as numbers and as int64
+  [I32] = { -2 ^ 31, 2 ^ 31 - 1, -0x80000000LL, 0x7fffffffLL },
+  [I64] = { -2 ^ 63, 2 ^ 63 - 1024, -0x8000000000000000LL, 0x7fffffffffffffffLL },
+}
+core.INT_LIMITS = INT_LIMITS
+
+local function out_of_range(v, dtype, fname, argname)
+  local lim = INT_LIMITS[dtype]
+  local shown = type(v) == "number" and format("%.17g", v) or tostring(v):gsub("U?LL$", "")
+  raise(format("%s: %s: %s is out of range for %s (%s..%s)", fname, argname, shown, core.DTYPE_NAME[dtype],
+               tostring(lim[3]):gsub("LL$", ""), tostring(lim[4]):gsub("LL$", "")))
+end
+
+-- v (a number, a boolean or an int64_t / uint64_t cdata) as an element of dtype: a number, or an
+-- int64_t cdata for an exact integer given as one. Raises a cuscan: error naming argname otherwise.
+function core.check_element(v, dtype, fname, argname)
+  local tv = type(v)
+  if tv == "boolean" then return v and 1 or 0 end
+  if tv == "number" then
+    if dtype == F32 or dtype == F64 then return v end
+    if dtype == BOOL then return v ~= 0 and 1 or 0 end
+    if v ~= v then raise(format("%s: %s: NaN cannot be stored in %s", fname, argname, core.DTYPE_NAME[dtype])) end
+    if v == huge or v == -huge then
+      raise(format("%s: %s: %s cannot be stored in %s", fname, argname, v > 0 and "inf" or "-inf", core.DTYPE_NAME[dtype]))
+    end
+    local w = v >= 0 and floor(v) or -floor(-v)
+    local lim = INT_LIMITS[dtype]
+    if w < lim[1] or w > lim[2] then out_of_range(v, dtype, fname, argname) end
+    return w
+  end
+  if tv == "cdata" and (istype(int64_ct, v) or istype(uint64_ct, v)) then
+    if dtype == F32 or dtype == F64 then return tonumber(v) end
+    if dtype == BOOL then return v ~= 0 and 1 or 0 end
+    local lim = INT_LIMITS[dtype]
+    if istype(uint64_ct, v) then
+      if v > lim[4] then out_of_range(v, dtype, fname, argname) end
+    elseif v < lim[3] or v > lim[4] then
+      out_of_range(v, dtype, fname, argname)
+    end
+    return int64_ct(v)
+  end
+  raise(format("%s: %s: expected a number or boolean, got %s", fname, argname, describe(v)))
+end
 
 ---------------------------------------------------------------------------------------------------
 -- Reading floats from tensor memory. LuaJIT stores numbers NaN-boxed and does not make the NaNs
@@ -176,40 +229,57 @@ end
 ---------------------------------------------------------------------------------------------------
 -- tensors: type checks and shape facts
 ---------------------------------------------------------------------------------------------------
--- A tensor is a small Lua table { h = handle } whose metatable (core.tensor_mt, filled in by
--- cuscan.tensor) gives the methods, the fields dtype and device, tostring and the operators. The
--- handle is a `cs_tensor *` tied to the collector with ffi.gc(handle, cs_tensor_free).
+-- A tensor is a userdata proxy (newproxy) sharing one metatable, core.tensor_mt, which
+-- cuscan.tensor fills in with the methods, the fields dtype and device, tostring, indexing, #x and
+-- the operators. Its handle, a `cs_tensor *` tied to the collector with
+-- ffi.gc(handle, cs_tensor_free), is out of reach of Lua code: the proxy's environment table
+-- owns it, and a private table with weak keys and values finds it. So a handle cannot be read,
+-- replaced or forged from Lua, and a foreign value is never taken for a tensor.
 --
--- (The handle itself cannot carry the operators: LuaJIT treats `pointer + number` as C pointer
--- arithmetic, and the trace recorder of LuaJIT 2.1.0-beta3 mishandles that for a pointer to an
--- incomplete struct and crashes the VM. Passing the collected handle itself to C, rather than a
--- copy of it, also keeps its storage alive for as long as C uses it.)
+-- Why a userdata: LuaJIT 2.1 ignores __len on tables (#x), and a userdata has no fields to set.
+-- Why the handle rather than the tensor is what C gets: the handle check_tensor returns keeps its
+-- storage alive for as long as the caller holds it, even where a compiled trace treats the tensor
+-- itself as dead; and since only the tensor's environment owns the handle, both go in the same
+-- collection. (The handle cannot be the tensor: LuaJIT treats `pointer + number` as C pointer
+-- arithmetic, never as __add.)
 --
--- Convention in the module: x is a tensor (the table), xh its handle for C calls. Helpers named
--- *_of take handles; check_tensor returns the handle; the constructors return tensors.
-local tensor_mt = {}
+-- Convention in the module: x is a tensor, xh its handle for C calls. Helpers named *_of take
+-- handles; check_tensor returns the handle; the constructors return tensors.
+local proto = newproxy(true)
+local tensor_mt = getmetatable(proto)
 core.tensor_mt = tensor_mt
-local setmetatable, getmetatable = setmetatable, getmetatable
+-- getmetatable(x) gives the shared metatable: a table or proxy given it is still no tensor (its
+-- handle is what counts), and a tensor whose metatable was replaced with debug.setmetatable is no
+-- longer taken for one.
+local getmetatable = getmetatable
+local handles = setmetatable({}, { __mode = "kv" })
+local newproxy, setfenv = newproxy, debug.setfenv
 local cs_tensor_free = C.cs_tensor_free
+local cs_tensor_is_released = C.cs_tensor_is_released
 
 -- A tensor owning the handle h (which must not be owned yet).
 local function wrap(h)
-  return setmetatable({ h = ffi_gc(h, cs_tensor_free) }, tensor_mt)
+  h = ffi_gc(h, cs_tensor_free)
+  local x = newproxy(proto)
+  setfenv(x, { h })
+  handles[x] = h
+  return x
 end
 core.wrap = wrap
 
 local function is_tensor(v)
-  return getmetatable(v) == tensor_mt
+  return handles[v] ~= nil and getmetatable(v) == tensor_mt
 end
 core.is_tensor = is_tensor
 
--- The handle of the tensor argument `v`, or an error naming it.
-local function check_tensor(v, fname, argname)
-  if getmetatable(v) ~= tensor_mt then
+-- The handle of the tensor argument `v`, or an error naming it. A freed tensor is an error
+-- unless allow_freed (for the queries that still answer after x:free()).
+local function check_tensor(v, fname, argname, allow_freed)
+  local h = handles[v]
+  if h == nil or getmetatable(v) ~= tensor_mt then
     raise(format("%s: %s: expected a tensor, got %s", fname, argname, describe(v)))
   end
-  local h = v.h
-  if C.cs_tensor_is_released(h) ~= 0 then
+  if not allow_freed and cs_tensor_is_released(h) ~= 0 then
     raise(format("%s: %s: tensor was freed", fname, argname))
   end
   return h
@@ -237,9 +307,20 @@ function core.strides_of(t)
   return s
 end
 
+-- Sizes written in full (table.concat would print 2^53 as 9.007199254741e+15).
+local function sizes_text(shape, sep)
+  local parts = {}
+  for i = 1, #shape do
+    local v = shape[i]
+    parts[i] = (type(v) == "number" and v == floor(v) and v > -huge and v < huge) and format("%.0f", v) or tostring(v)
+  end
+  return table.concat(parts, sep)
+end
+core.sizes_text = sizes_text
+
 function core.shape_str(shape)
   if #shape == 0 then return "scalar" end
-  return table.concat(shape, "x")
+  return sizes_text(shape, "x")
 end
 
 function core.same_shape(a, b)
@@ -278,8 +359,11 @@ local INT64_MAX = 0x7fffffffffffffffLL
 local TWO63 = 2 ^ 63
 
 -- Checks a shape table and copies it into SH. Returns ndim and the element count (a Lua number;
--- exact below 2^53). Counts are multiplied in int64 so that an overflow is found exactly.
-function core.parse_shape(shape, fname, argname)
+-- exact below 2^53). Each size must be an integer in 0 .. 2^63-1, and the sizes other than 0 must
+-- multiply within int64 (numpy's rule: a contiguous stride is such a product, with or without an
+-- empty dim elsewhere); the product is taken in int64 so that an overflow is found exactly. With
+-- allow_infer one size may be -1 (counted as 1), and its position is returned third.
+function core.parse_shape(shape, fname, argname, allow_infer)
   argname = argname or "shape"
   if type(shape) ~= "table" then
     raise(format("%s: %s: expected a table of sizes such as {2, 3}, got %s", fname, argname, describe(shape)))
@@ -293,31 +377,33 @@ function core.parse_shape(shape, fname, argname)
   if n > MAX_DIMS then
     raise(format("%s: %s: %d dims given, at most %d are supported", fname, argname, n, MAX_DIMS))
   end
-  local count = 1LL
-  local overflow = false
+  local infer_at
   for i = 1, n do
     local v = shape[i]
-    if not is_int(v) or v < 0 then
-      raise(format("%s: %s[%d]: expected a non-negative integer size, got %s", fname, argname, i, describe(v)))
+    if allow_infer and v == -1 then
+      if infer_at then raise(format("%s: %s: only one size may be -1", fname, argname)) end
+      infer_at = i
+      v = 1
+    elseif not is_int(v) or v < 0 then
+      raise(format("%s: %s[%d]: expected a non-negative integer size%s, got %s", fname, argname, i,
+                   allow_infer and " or -1" or "", describe(v)))
+    elseif v >= TWO63 then
+      raise(format("%s: %s[%d]: %.0f does not fit in int64", fname, argname, i, v))
     end
-    if v >= TWO63 then
-      overflow = true
-      SH[i - 1] = 0
+    SH[i - 1] = v
+  end
+  local count, zero = 1LL, false
+  for i = 1, n do
+    local v = tonumber(SH[i - 1])
+    if v == 0 then
+      zero = true
+    elseif count > INT64_MAX / SH[i - 1] then
+      raise(format("%s: %s: {%s} has more elements than int64 can count", fname, argname, sizes_text(shape, ", ")))
     else
-      SH[i - 1] = v
-      if v ~= 0 and count > INT64_MAX / v then overflow = true end
-      if not overflow then count = count * v end
+      count = count * SH[i - 1]
     end
   end
-  if overflow then
-    local zero = false
-    for i = 1, n do if shape[i] == 0 then zero = true end end
-    if not zero then
-      raise(format("%s: %s: {%s} has more elements than int64 can count", fname, argname, table.concat(shape, ", ")))
-    end
-    count = 0LL
-  end
-  return n, tonumber(count)
+  return n, zero and 0 or tonumber(count), infer_at
 end
 
 ---------------------------------------------------------------------------------------------------
@@ -399,8 +485,9 @@ local function take()
 end
 
 local function adopt(dev, dtype)
+  local n = tonumber(C.cs_tensor_numel(outp[0]))
   local t = take()
-  note_alloc(dev, core.numel_of(t.h) * DTYPE_SIZE[dtype])
+  note_alloc(dev, n * DTYPE_SIZE[dtype])
   return t
 end
 
@@ -474,7 +561,8 @@ end
 -- letting the collector free the storage under the pointer; an FFI call cannot be optimised away.
 local cs_tensor_ndim = C.cs_tensor_ndim
 function core.keep(t)
-  cs_tensor_ndim(t.h)
+  local h = handles[t]
+  if h ~= nil then cs_tensor_ndim(h) end
 end
 
 -- The methods table of the tensor metatype; the parts of the module fill it in.

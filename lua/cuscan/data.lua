@@ -27,11 +27,11 @@ data.host_ptr = host_ptr
 
 -- A CPU tensor with the tensor t's values: t itself when it already is one, else a copy.
 local function on_host(t, fname)
-  local th = t.h
+  local th = core.check_tensor(t, fname, "x")
   if core.device_of(th) == CPU then return t end
   local dtype = core.dtype_of(th)
   local h = core.empty(core.shape_of(th), dtype, CPU, fname)
-  core.call(fname, C.cs_copy, h.h, th)
+  core.call(fname, C.cs_copy, core.check_tensor(h, fname, "x"), th)
   return h
 end
 data.on_host = on_host
@@ -77,7 +77,7 @@ end
 function data.totable(x)
   core.check_tensor(x, "totable", "x")
   local h = on_host(x, "totable")
-  local hh = h.h
+  local hh = core.check_tensor(h, "totable", "x")
   local dtype = core.dtype_of(hh)
   local read = READ[dtype]
   local nd = core.ndim_of(hh)
@@ -99,7 +99,7 @@ local function read_raw_int64(p, i) return p[i] end
 -- raw, int64 values stay int64 cdata (exact).
 function data.flat(x, fname, raw)
   local h = on_host(x, fname)
-  local hh = h.h
+  local hh = core.check_tensor(h, fname, "x")
   local dtype = core.dtype_of(hh)
   local read = (raw and dtype == I64) and read_raw_int64 or READ[dtype]
   local nd = core.ndim_of(hh)
@@ -148,7 +148,7 @@ function data.item(x)
                  core.shape_str(core.shape_of(xh))))
   end
   local h = on_host(x, "item")
-  local hh = h.h
+  local hh = core.check_tensor(h, "item", "x")
   local dtype = core.dtype_of(hh)
   -- the single element sits at the offset whatever the strides are
   local v = READ[dtype](read_ptr(hh, dtype), 0)
@@ -232,43 +232,11 @@ local function infer(value, fname)
   return shape, kind
 end
 
-local INT_RANGE = { [I32] = { -2 ^ 31, 2 ^ 31 - 1 }, [I64] = { -2 ^ 63, 2 ^ 63 } }
-
--- Writes the leaves of a (checked) nested table into p in row-major order.
+-- Writes the leaves of a (checked) nested table into p in row-major order, each through
+-- core.check_element.
 local function writer(dtype, fname)
-  if dtype == BOOL then
-    return function(p, i, v)
-      if type(v) == "boolean" then p[i] = v and 1 or 0
-      else p[i] = (v ~= 0) and 1 or 0 end
-    end
-  end
-  if dtype == F32 or dtype == F64 then
-    return function(p, i, v)
-      if type(v) == "boolean" then p[i] = v and 1 or 0
-      elseif type(v) == "number" then p[i] = v
-      else p[i] = tonumber(v) end
-    end
-  end
-  local lo, hi = INT_RANGE[dtype][1], INT_RANGE[dtype][2]
-  return function(p, i, v)
-    if type(v) == "boolean" then p[i] = v and 1 or 0 return end
-    if type(v) == "cdata" then
-      if dtype == I32 and (v < lo or v > hi) then
-        raise(format("%s: data: value %s is out of range for int32", fname, tostring(v)))
-      end
-      p[i] = v
-      return
-    end
-    if v ~= v or v == huge or v == -huge then
-      raise(format("%s: data: %s cannot be stored in an integer dtype", fname, tostring(v)))
-    end
-    -- fractional values are truncated toward zero, as torch does
-    local w = v >= 0 and floor(v) or -floor(-v)
-    if w < lo or w > hi or (dtype == I64 and w >= hi) then
-      raise(format("%s: data: value %.17g is out of range for %s", fname, v, core.DTYPE_NAME[dtype]))
-    end
-    p[i] = w
-  end
+  local check = core.check_element
+  return function(p, i, v) p[i] = check(v, dtype, fname, "data") end
 end
 
 local function fill_rows(t, depth, nd, p, k, write)
@@ -290,22 +258,23 @@ function data.from_table(value, dtype, dev, fname)
   if core.is_tensor(value) then
     local vh = core.check_tensor(value, fname, "data")
     local h = core.empty_like(vh, dtype or core.dtype_of(vh), dev, fname)
-    core.call(fname, C.cs_copy, h.h, vh)
+    core.call(fname, C.cs_copy, core.check_tensor(h, fname, "data"), vh)
     return h
   end
   local shape, kind = infer(value, fname)
   if dtype == nil then dtype = (kind == "boolean") and BOOL or F32 end
   local nd, n = core.parse_shape(shape, fname, "data")
   local h = core.empty_from_sh(nd, dtype, CPU, fname)
+  local hh = core.check_tensor(h, fname, "data")
   if n > 0 then
-    local p = host_ptr(h.h, dtype)
+    local p = host_ptr(hh, dtype)
     local write = writer(dtype, fname)
     if nd == 0 then write(p, 0, value) else fill_rows(value, 1, nd, p, 0, write) end
     keep(h)
   end
   if dev == CPU then return h end
-  local d = core.empty_like(h.h, dtype, dev, fname)
-  core.call(fname, C.cs_copy, d.h, h.h)
+  local d = core.empty_like(hh, dtype, dev, fname)
+  core.call(fname, C.cs_copy, core.check_tensor(d, fname, "data"), hh)
   return d
 end
 

@@ -22,29 +22,41 @@ if not pcall(ffi.typeof, "cs_event *") then
   return ev
 end
 
-local event_ct = ffi.typeof("cs_event *")
 local outp = ffi.new("cs_event *[1]")
 local ms = ffi.new("double[1]")
+
+-- The events this module made (a forged or copied `cs_event *` is not one of them); weak keys,
+-- so that an event still goes with the first collection after its last use.
+local live = setmetatable({}, { __mode = "k" })
+
+local function check_event(e, fname, argname)
+  if live[e] == nil then
+    raise(format("%s: %s: expected an event (from cs.event()), got %s", fname, argname, describe(e)))
+  end
+  return e
+end
 
 local methods = {}
 
 -- e:record(): marks now in the queued work; returns e.
 function methods.record(e)
-  if C.cs_event_record(e) ~= 0 then core.fail("record") end
+  if C.cs_event_record(check_event(e, "record", "e")) ~= 0 then core.fail("record") end
   return e
 end
 
 -- e:elapsed(later): milliseconds from e to later (both recorded); waits for later to complete.
 function methods.elapsed(e, later)
-  if type(later) ~= "cdata" or not ffi.istype(event_ct, later) then
-    raise(format("elapsed: later: expected an event, got %s", describe(later)))
-  end
+  check_event(e, "elapsed", "e")
+  check_event(later, "elapsed", "later")
   if C.cs_event_elapsed(e, later, ms) ~= 0 then core.fail("elapsed") end
   return ms[0]
 end
 
 ffi.metatype("cs_event", {
   __index = methods,
+  __newindex = function(_, k)
+    raise(format("event: cannot set field %s (events have no writable fields)", describe(k)))
+  end,
   __tostring = function() return "[cuscan event]" end,
 })
 
@@ -54,6 +66,7 @@ function ev.new(device, default_dev)
   if C.cs_event_create(outp, dev) ~= 0 then core.fail("event") end
   local e = ffi.gc(outp[0], C.cs_event_free)
   outp[0] = nil
+  live[e] = true
   return e
 end
 

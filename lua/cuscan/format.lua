@@ -11,6 +11,7 @@ local format, rep, concat = string.format, string.rep, table.concat
 local tonumber, tostring, floor, abs, huge = tonumber, tostring, math.floor, math.abs, math.huge
 local F32, F64, I64, BOOL = core.F32, core.F64, core.I64, core.BOOL
 local CPU = core.CPU
+local check_tensor = core.check_tensor
 
 local fmt = {}
 fmt.threshold = 1000   -- more elements than this: summarise
@@ -21,26 +22,26 @@ fmt.line_width = 80
 -- the host, and which dims were cut.
 local function corners(x, summarise)
   local M = core.methods
-  local nd = core.ndim_of(x.h)
+  local nd = core.ndim_of(check_tensor(x, "tostring", "x"))
   local cut = {}
   local c = x
   if summarise then
     local e = fmt.edge
     for d = 1, nd do
-      local size = tonumber(C.cs_tensor_size(c.h, d - 1))
+      local size = tonumber(C.cs_tensor_size(check_tensor(c, "tostring", "x"), d - 1))
       if size > 2 * e then
         cut[d] = true
         c = require("cuscan.ops").cat({ M.narrow(c, d, 1, e), M.narrow(c, d, size - e + 1, e) }, d)
       end
     end
   end
-  if core.device_of(c.h) ~= CPU then c = M.cpu(c) end
+  if core.device_of(check_tensor(c, "tostring", "x")) ~= CPU then c = M.cpu(c) end
   return c, cut
 end
 
 -- Strings of the values of a host tensor in row-major order.
 local function value_strings(t)
-  local c = t.h
+  local c = check_tensor(t, "tostring", "x")
   local dtype = core.dtype_of(c)
   local n = core.numel_of(c)
   local out = {}
@@ -122,13 +123,14 @@ end
 
 -- The values part of tostring(x).
 function fmt.values(x)
-  local nd = core.ndim_of(x.h)
-  local n = core.numel_of(x.h)
+  local xh = check_tensor(x, "tostring", "x")
+  local nd = core.ndim_of(xh)
+  local n = core.numel_of(xh)
   local c, cut = corners(x, n > fmt.threshold)
   local strs = value_strings(c)
   if nd == 0 then return strs[1] end
   if n == 0 then return "[]" end
-  local shape = core.shape_of(c.h)
+  local shape = core.shape_of(check_tensor(c, "tostring", "x"))
   local strides, s = {}, 1
   for d = nd, 1, -1 do strides[d] = s; s = s * shape[d] end
   local width = 0
@@ -139,7 +141,7 @@ end
 
 -- The last line: [cuscan float32 tensor 2x3, cuda]
 function fmt.header(x)
-  local xh = x.h
+  local xh = check_tensor(x, "tostring", "x", true)
   local dtype = core.DTYPE_NAME[core.dtype_of(xh)]
   local dev = core.DEVICE_NAME[core.device_of(xh)]
   local shape = core.shape_str(core.shape_of(xh))
@@ -148,7 +150,7 @@ function fmt.header(x)
 end
 
 function fmt.tostring(x)
-  if C.cs_tensor_is_released(x.h) ~= 0 then return fmt.header(x) end
+  if C.cs_tensor_is_released(check_tensor(x, "tostring", "x", true)) ~= 0 then return fmt.header(x) end
   return fmt.values(x) .. "\n" .. fmt.header(x)
 end
 

@@ -50,15 +50,17 @@ local ENTRIES = {
   { "Constructors", { "cs.zeros" }, "cs.zeros(shape[, opts])",
     [[A new tensor of zeros. shape is a table of sizes such as {32768, 32768} (up to 8 dims; {} is a
       0-d tensor); opts = {dtype=, device=}, float32 on the default device by default.]],
-    [[Negative or fractional sizes, more than 8 dims, an element count that overflows int64, not
-      enough memory (the message gives the bytes asked for and free).]] },
+    [[Negative or fractional sizes, a size beyond int64, more than 8 dims, sizes whose product (of
+      those other than 0) overflows int64, not enough memory (the message gives the bytes asked for
+      and free).]] },
   { "Constructors", { "cs.ones" }, "cs.ones(shape[, opts])",
     [[A new tensor of ones; shape and opts as for cs.zeros.]],
     [[As for cs.zeros.]] },
   { "Constructors", { "cs.full" }, "cs.full(shape, value[, opts])",
     [[A new tensor with every element value (a number or boolean); float32 for a number and bool for
       a boolean unless opts.dtype says otherwise.]],
-    [[value is not a number or boolean; shape errors as for cs.zeros.]] },
+    [[value is not a number or boolean, or does not fit an integer dtype (NaN, inf, or beyond its
+      range; fractions are truncated toward zero); shape errors as for cs.zeros.]] },
   { "Constructors", { "cs.rand" }, "cs.rand(shape[, opts])",
     [[Uniform random numbers in [0, 1). opts = {seed=, dtype=, device=}: with a seed the same
       values on either device (a counter-based generator over the elements in row-major order);
@@ -73,7 +75,8 @@ local ENTRIES = {
   { "Constructors", { "cs.arange" }, "cs.arange(n[, opts]) / cs.arange(start, stop[, step][, opts])",
     [[0, 1, ..., n-1 as numpy and torch give, or start, start+step, ... up to but not including
       stop. float32 unless opts.dtype names another dtype.]],
-    [[Non-finite bounds, step 0, fractional bounds for an integer dtype.]] },
+    [[Non-finite bounds, step 0, fractional bounds for an integer dtype, elements or a step beyond
+      an integer dtype's range.]] },
 
   { "Scans", { "cs.cumsum", "x:cumsum" }, "cs.cumsum(x, dim[, opts]) / x:cumsum(dim[, opts])",
     [[The cumulative sum of x along dim (1-based; negative counts from the end, -1 is the last dim).
@@ -111,12 +114,13 @@ local ENTRIES = {
   { "Scans", { "x:reverse_cumsum" }, "x:reverse_cumsum(dim[, opts])",
     [[x:cumsum(dim, {reverse = true}): the sum from each element to the end of the dim, equal to
       flipping, scanning and flipping back, in one pass. Other cumsum options may be given.]],
-    [[As for cs.cumsum.]] },
+    [[As for cs.cumsum; reverse = false.]] },
   { "Scans", { "x:masked_cumsum" }, "x:masked_cumsum(mask, dim[, opts])",
     [[x:cumsum(dim, {mask = mask}): the cumulative sum where elements under a false mask count as
       0. Unlike cumsum(x * mask), an Inf or NaN under a false mask does not turn the result into
       NaN.]],
-    [[mask is not a bool tensor of x's shape and device; the errors of cs.cumsum.]] },
+    [[mask is not a bool tensor of x's shape and device; a mask option besides it; the errors of
+      cs.cumsum.]] },
 
   { "Queries", { "x:shape" }, "x:shape()",
     [[A fresh table of x's sizes, such as {2, 3}; {} for a 0-d tensor.]] },
@@ -153,17 +157,26 @@ local ENTRIES = {
   { "Views and copies", { "x:select" }, "x:select(d, i)",
     [[The slice at index i (1-based, negative from the end) of dim d, without that dim: a view.]],
     [[d or i out of range.]] },
+  { "Views and copies", { "x[i]", "#x" }, "x[i] / x[i] = v / #x",
+    [[x[i] is x:select(1, i), a view (for a 1-d tensor, the element itself as a Lua number or
+      boolean); x[i] = v sets that slice to v, a number or boolean (checked as x:fill checks it) or
+      a tensor broadcasting to its shape; #x is the size of dim 1. i is 1-based, negative from the
+      end.]],
+    [[x is 0-d; i out of range, 0 or fractional; v as for x:fill, or a tensor that does not
+      broadcast.]] },
   { "Views and copies", { "x:reshape" }, "x:reshape(shape)",
     [[x with a new shape of the same element count (one size may be -1, inferred): a view when x's
       strides allow one, else a contiguous copy.]],
-    [[Sizes that do not hold x's element count; more than one -1.]] },
+    [[Sizes that do not hold x's element count; more than one -1; size errors as for cs.zeros.]] },
   { "Views and copies", { "x:contiguous" }, "x:contiguous()",
     [[x itself when contiguous, else a contiguous copy.]] },
   { "Views and copies", { "x:clone" }, "x:clone()", [[A copy of x with its own storage.]] },
   { "Views and copies", { "x:to" }, "x:to(device) / x:to(dtype) / x:to{device=, dtype=}",
     [[x on another device or converted to another dtype: x itself when nothing changes, else a
-      copy. Float to integer conversion truncates toward zero.]],
-    [[An unknown device or dtype; "cuda" without a usable device.]] },
+      copy. Conversion to an integer dtype truncates toward zero and saturates: values beyond its
+      range become its lowest or highest value, and NaN becomes 0.]],
+    [[An unknown dtype (a name that is not a device, such as "float16", is taken for a dtype) or
+      device; "cuda" without a usable device.]] },
   { "Views and copies", { "x:cpu" }, "x:cpu()", [[x on the CPU (x itself when it is there).]] },
   { "Views and copies", { "x:cuda" }, "x:cuda()",
     [[x on the CUDA device (x itself when it is there).]],
@@ -176,9 +189,11 @@ local ENTRIES = {
 
   { "Element-wise", { "x:add" }, "x:add(y) / x + y",
     [[Element-wise sum; y is a tensor or a number. Shapes broadcast as in numpy; dtypes promote as in
-      torch (bool < int32 < int64 < float32 < float64). The operators + - * / and unary - are the
-      same operations.]],
-    [[Shapes that do not broadcast; tensors on different devices.]] },
+      torch (bool < int32 < int64 < float32 < float64). A whole number keeps an integer tensor's
+      dtype (bool gives int64) and must fit in it; a fractional, infinite or NaN number gives
+      float32. The operators + - * / and unary - are the same operations.]],
+    [[Shapes that do not broadcast; tensors on different devices; a whole number beyond an integer
+      tensor's range.]] },
   { "Element-wise", { "x:sub" }, "x:sub(y) / x - y",
     [[Element-wise difference, broadcasting as x:add.]],
     [[As for x:add; bool operands.]] },
@@ -222,11 +237,12 @@ local ENTRIES = {
     [[Element-wise or of two masks (m2 may be a boolean), broadcasting.]],
     [[As for x:lt.]] },
   { "Element-wise", { "x:fill" }, "x:fill(v)",
-    [[Sets every element of x to v in place (through a view, the viewed elements); returns x.]],
-    [[v is not a number or boolean.]] },
+    [[Sets every element of x to v in place (through a view, the viewed elements); returns x. An
+      integer dtype takes v truncated toward zero.]],
+    [[v is not a number or boolean, or is NaN, inf or beyond the range of x's integer dtype.]] },
   { "Element-wise", { "x:copy" }, "x:copy(y)",
-    [[Sets x's elements to y's in place (y of any dtype and device, broadcasting to x's shape);
-      returns x.]],
+    [[Sets x's elements to y's in place (y of any dtype and device, broadcasting to x's shape,
+      converted as x:to converts); returns x.]],
     [[y's shape does not broadcast to x's.]] },
   { "Element-wise", { "cs.cat" }, "cs.cat(list, dim)",
     [[The tensors of list (one device; shapes equal except along dim) joined along dim (default 1),
@@ -251,7 +267,7 @@ local ENTRIES = {
     [[true when every element satisfies |a - b| <= atol + rtol * |b| (numpy's rule), with
       opts = {rtol=1e-5, atol=1e-8, equal_nan=false}. a and b are tensors (on any devices) or nested
       tables, and broadcast.]],
-    [[Shapes that do not broadcast; negative tolerances; an unknown option.]] },
+    [[Shapes that do not broadcast; negative or NaN tolerances; an unknown option.]] },
   { "Checking results", { "cs.max_abs_diff" }, "cs.max_abs_diff(a, b)",
     [[The largest |a - b| over the elements (NaN where a NaN meets a number); across devices.]],
     [[Shapes that do not broadcast.]] },
@@ -262,8 +278,9 @@ local ENTRIES = {
       every element within atol + rtol * |expected| (defaults by dtype: float32 1e-5 and 1e-6,
       float64 1e-9 and 1e-12, integers exact). A failure gives the first differing index, both
       values, and the largest absolute and relative errors.]] },
-  { "Checking results", { "assert.tensor_equal" }, "assert.tensor_equal(expected, actual)",
-    [[As assert.tensor_near with exact equality.]] },
+  { "Checking results", { "assert.tensor_equal" }, "assert.tensor_equal(expected, actual[, opts])",
+    [[As assert.tensor_near with exact equality, by numpy's array_equal rule: -0.0 equals +0.0 (and
+      NaN matches NaN). opts = {strict = true} also compares the signs of zeros.]] },
   { "Checking results", { "assert.same_shape" }, "assert.same_shape(a, b)",
     [[Passes when a and b (tensors or nested tables) have one shape.]] },
 
@@ -271,7 +288,8 @@ local ENTRIES = {
     [[A timing event on the device (the default one unless named). e:record() marks a point in the
       queued work and returns e; e:elapsed(later) waits for later and returns the milliseconds
       between them: device time on CUDA, a monotonic clock on the CPU.]],
-    [[An unknown device; elapsed with something that is not an event.]] },
+    [[An unknown device; a method called on something that is not an event (e.record()); elapsed
+      with something that is not an event, or between events not both recorded.]] },
   { "Timing", { "timeit" }, "timeit(fn[, opts])",
     [[(bin/cuscan) Runs fn once to warm up, then again and again (at least 5 times and 0.2 s, or
       opts.runs times), timing each run with events on the default device (device time on CUDA,

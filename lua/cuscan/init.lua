@@ -63,7 +63,7 @@ local CTOR_OPTS = { dtype = true, device = true }
 local RAND_OPTS = { dtype = true, device = true, seed = true }
 
 local function ctor_opts(opts, allowed, fname)
-  if opts == nil then return nil, default_dev end
+  if type(opts) == "nil" then return nil, default_dev end
   core.check_opts(opts, allowed, fname)
   local dtype = opts.dtype ~= nil and core.parse_dtype(opts.dtype, fname) or nil
   local dev = opts.device ~= nil and core.parse_device(opts.device, fname) or default_dev
@@ -86,26 +86,24 @@ end
 function cs.zeros(shape, opts)
   local dtype, dev = ctor_opts(opts, CTOR_OPTS, "zeros")
   local t = new_tensor(shape, dtype or F32, dev, "zeros")
-  core.call("zeros", C.cs_fill_int64, t.h, 0)
+  core.call("zeros", C.cs_fill_int64, core.check_tensor(t, "zeros", "x"), 0)
   return t
 end
 
 function cs.ones(shape, opts)
   local dtype, dev = ctor_opts(opts, CTOR_OPTS, "ones")
   local t = new_tensor(shape, dtype or F32, dev, "ones")
-  core.call("ones", C.cs_fill_int64, t.h, 1)
+  core.call("ones", C.cs_fill_int64, core.check_tensor(t, "ones", "x"), 1)
   return t
 end
 
 function cs.full(shape, value, opts)
   local dtype, dev = ctor_opts(opts, CTOR_OPTS, "full")
-  local tv = type(value)
-  if tv ~= "number" and tv ~= "boolean" and not (tv == "cdata" and ffi.istype("int64_t", value)) then
-    raise(format("full: value: expected a number or boolean, got %s", describe(value)))
-  end
-  if dtype == nil then dtype = tv == "boolean" and BOOL or F32 end
+  if dtype == nil then dtype = type(value) == "boolean" and BOOL or F32 end
+  core.check_element(value, dtype, "full", "value")
   local t = new_tensor(shape, dtype, dev, "full")
-  return core.methods.fill(t, value)
+  ops.fill_handle(core.check_tensor(t, "full", "x"), value, "full", "value")
+  return t
 end
 
 -- The module's random generator: each cs.rand without a seed takes the next seed from a
@@ -153,7 +151,7 @@ function cs.rand(shape, opts)
   end
   local seed = (opts and opts.seed ~= nil) and check_seed(opts.seed, "rand") or next_seed()
   local t = new_tensor(shape, dtype, dev, "rand")
-  core.call("rand", C.cs_rand, t.h, seed)
+  core.call("rand", C.cs_rand, core.check_tensor(t, "rand", "x"), seed)
   return t
 end
 
@@ -181,8 +179,17 @@ function cs.arange(a, b, c, d)
   if step == 0 then raise("arange: step: must not be 0") end
   local n = math.ceil((stop - start) / step)
   if n < 0 then n = 0 end
+  if n >= 2 ^ 63 then
+    raise(format("arange: %.17g to %.17g by %.17g gives more elements than int64 can count", start, stop, step))
+  end
+  if not core.IS_FLOAT[dtype] and n > 0 then
+    -- the first and last elements bound the rest; C steps in int64
+    core.check_element(start, dtype, "arange", "start")
+    core.check_element(step, I64, "arange", "step")
+    core.check_element(start + (n - 1) * step, dtype, "arange", "last element")
+  end
   local t = new_tensor({ n }, dtype, dev, "arange")
-  core.call("arange", C.cs_arange, t.h, start, step)
+  core.call("arange", C.cs_arange, core.check_tensor(t, "arange", "x"), start, step)
   return t
 end
 

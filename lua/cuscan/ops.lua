@@ -59,7 +59,7 @@ ops.broadcast_shape = broadcast_shape
 -- The tensor t seen with shape `to` (t's shape broadcasts to it): t itself, or a view with zero
 -- strides.
 local function expand(t, tshape, to, fname)
-  local th = t.h
+  local th = check_tensor(t, fname, "x")
   local nt, n = #tshape, #to
   local same = nt == n
   if same then
@@ -91,15 +91,16 @@ end
 
 ---------------------------------------------------------------------------------------------------
 -- Type promotion (as torch): bool < int32 < int64 < float32 < float64. A number keeps a float
--- tensor's dtype and an integer tensor's dtype when it is a whole number; a fractional number
--- with an integer or bool tensor gives float32; a whole number with a bool tensor gives int64.
+-- tensor's dtype and an integer tensor's dtype when it is a whole number (which must then fit in
+-- that dtype); a fractional, infinite or NaN number with an integer or bool tensor gives float32;
+-- a whole number with a bool tensor gives int64.
 ---------------------------------------------------------------------------------------------------
 local function promote(a, b) return RANK[a] >= RANK[b] and a or b end
 ops.promote = promote
 
 local function with_number(dt, v)
   if IS_FLOAT[dt] then return dt end
-  if is_int(v) and v > -2 ^ 63 and v < 2 ^ 63 then return dt == BOOL and I64 or dt end
+  if is_int(v) then return dt == BOOL and I64 or dt end
   return F32
 end
 
@@ -146,7 +147,8 @@ local function binary(a, b, op, kind, fname)
     if va == a then out = core.empty_like(ah, odt, dev, fname)
     elseif vb == b then out = core.empty_like(bh, odt, dev, fname)
     else out = core.empty(shape, odt, dev, fname) end
-    core.call(fname, C.cs_binary, out.h, va.h, vb.h, op)
+    core.call(fname, C.cs_binary, check_tensor(out, fname, "out"), check_tensor(va, fname, "a"),
+              check_tensor(vb, fname, "b"), op)
     return out
   end
   local t, s, first = ah, b, 0
@@ -154,7 +156,8 @@ local function binary(a, b, op, kind, fname)
     if not tb then raise(format("%s: expected a tensor operand, got %s and %s", fname, describe(a), describe(b))) end
     t, s, first = bh, a, 1
   end
-  s = scalar_of(s, fname, first == 1 and "a" or "b")
+  local sname = kind == "pow" and "p" or (first == 1 and "a" or "b")
+  s = scalar_of(s, fname, sname)
   local dt = core.dtype_of(t)
   local odt
   if kind == "cmp" or kind == "logic" then
@@ -162,6 +165,8 @@ local function binary(a, b, op, kind, fname)
   else
     odt = with_number(dt, s)
     if kind == "div" and not IS_FLOAT[odt] then odt = F32 end
+    -- the number takes part as an element of the integer result, so it must be one
+    if not IS_FLOAT[odt] and odt ~= BOOL then s = core.check_element(s, odt, fname, sname) end
     if odt == BOOL and op == B.sub then
       raise(fname .. ": subtraction with a bool tensor is not supported (use logical ops)")
     end
@@ -176,7 +181,7 @@ local function binary(a, b, op, kind, fname)
     end
   end
   local out = core.empty_like(t, odt, core.device_of(t), fname)
-  core.call(fname, C.cs_binary_scalar, out.h, t, s, op, first)
+  core.call(fname, C.cs_binary_scalar, check_tensor(out, fname, "out"), t, s, op, first)
   return out
 end
 ops.binary = binary
@@ -192,7 +197,7 @@ local function unary(x, op, fname, result)
     odt = dt
   end
   local out = core.empty_like(xh, odt, core.device_of(xh), fname)
-  core.call(fname, C.cs_unary, out.h, xh, op)
+  core.call(fname, C.cs_unary, check_tensor(out, fname, "out"), xh, op)
   return out
 end
 
@@ -203,20 +208,25 @@ function M.abs(x) return unary(x, U.abs, "abs", "same") end
 function M.neg(x) return unary(x, U.neg, "neg", "same") end
 function M.logical_not(x) return unary(x, U.logical_not, "logical_not", "bool") end
 
-function M.add(a, b) return binary(a, b, B.add, "arith", "add") end
-function M.sub(a, b) return binary(a, b, B.sub, "arith", "sub") end
-function M.mul(a, b) return binary(a, b, B.mul, "arith", "mul") end
-function M.div(a, b) return binary(a, b, B.div, "div", "div") end
-function M.pow(x, p)
-  if not is_tensor(x) then raise(format("pow: x: expected a tensor, got %s", describe(x))) end
-  return binary(x, p, B.pow, "pow", "pow")
+-- The methods take self as the tensor operand (the operators below may receive a number first).
+local function method(op, kind, fname)
+  return function(x, v)
+    check_tensor(x, fname, "x")
+    return binary(x, v, op, kind, fname)
+  end
 end
-function M.lt(x, v) return binary(x, v, B.lt, "cmp", "lt") end
-function M.le(x, v) return binary(x, v, B.le, "cmp", "le") end
-function M.gt(x, v) return binary(x, v, B.gt, "cmp", "gt") end
-function M.ge(x, v) return binary(x, v, B.ge, "cmp", "ge") end
-function M.eq(x, v) return binary(x, v, B.eq, "cmp", "eq") end
-function M.ne(x, v) return binary(x, v, B.ne, "cmp", "ne") end
+
+M.add = method(B.add, "arith", "add")
+M.sub = method(B.sub, "arith", "sub")
+M.mul = method(B.mul, "arith", "mul")
+M.div = method(B.div, "div", "div")
+M.pow = method(B.pow, "pow", "pow")
+M.lt = method(B.lt, "cmp", "lt")
+M.le = method(B.le, "cmp", "le")
+M.gt = method(B.gt, "cmp", "gt")
+M.ge = method(B.ge, "cmp", "ge")
+M.eq = method(B.eq, "cmp", "eq")
+M.ne = method(B.ne, "cmp", "ne")
 
 local function logical(a, b, op, fname)
   check_tensor(a, fname, "a")
@@ -229,8 +239,8 @@ function M.logical_and(a, b) return logical(a, b, B.logical_and, "logical_and") 
 function M.logical_or(a, b) return logical(a, b, B.logical_or, "logical_or") end
 
 -- element-wise max/min of two tensors (or a tensor and a number), numpy's maximum/minimum
-function M.maximum(a, b) return binary(a, b, B.max2, "arith", "maximum") end
-function M.minimum(a, b) return binary(a, b, B.min2, "arith", "minimum") end
+M.maximum = method(B.max2, "arith", "maximum")
+M.minimum = method(B.min2, "arith", "minimum")
 
 -- operators: the metamethod may receive the number first
 ops.meta = {
@@ -253,20 +263,20 @@ local function reduce_all(xh, op, fname)
   local float = IS_FLOAT[dt] or op == R.mean
   local odt = float and F64 or I64
   local out = core.empty({}, odt, dev, fname)
-  core.call(fname, C.cs_reduce, out.h, xh, -1, op)
+  core.call(fname, C.cs_reduce, check_tensor(out, fname, "out"), xh, -1, op)
   if dev ~= CPU then
     if float then
       scalar_f64 = scalar_f64 or core.empty({}, F64, CPU, fname)
-      core.call(fname, C.cs_copy, scalar_f64.h, out.h)
+      core.call(fname, C.cs_copy, check_tensor(scalar_f64, fname, "out"), check_tensor(out, fname, "out"))
       out = scalar_f64
     else
       scalar_i64 = scalar_i64 or core.empty({}, I64, CPU, fname)
-      core.call(fname, C.cs_copy, scalar_i64.h, out.h)
+      core.call(fname, C.cs_copy, check_tensor(scalar_i64, fname, "out"), check_tensor(out, fname, "out"))
       out = scalar_i64
     end
   end
   local v
-  local oh = out.h
+  local oh = check_tensor(out, fname, "out")
   local p = ffi.cast(core.ELEM_PTR[odt], C.cs_tensor_host_data(oh)) + C.cs_tensor_offset(oh)
   if odt == F64 then v = core.read_f64(ffi.cast("uint32_t *", p), 0) else v = tonumber(p[0]) end
   core.keep(out)  -- p points into out's storage
@@ -287,7 +297,7 @@ local function reduce(x, dim, op, fname)
   local shape = shape_of(xh)
   table.remove(shape, k + 1)
   local out = core.empty(shape, odt, core.device_of(xh), fname)
-  core.call(fname, C.cs_reduce, out.h, xh, k, op)
+  core.call(fname, C.cs_reduce, check_tensor(out, fname, "out"), xh, k, op)
   return out
 end
 
@@ -336,44 +346,40 @@ function ops.cat(list, dim)
   shape[k] = total
   core.parse_shape(shape, "cat")
   local out = core.empty(shape, odt, dev, "cat")
-  local oh = out.h
+  local oh = check_tensor(out, "cat", "out")
   local ostrides = core.strides_of(oh)
   local pos = 0
   for i = 1, n do
-    local t = list[i].h
+    local t = check_tensor(list[i], "cat", "list[" .. i .. "]")
     local len = tonumber(C.cs_tensor_size(t, k - 1))
     if len > 0 then
       local s = shape_of(t)
       local v = core.view(oh, s, ostrides, pos * ostrides[k], "cat")
-      core.call("cat", C.cs_copy, v.h, t)
+      core.call("cat", C.cs_copy, check_tensor(v, "cat", "out"), t)
     end
     pos = pos + len
   end
   return out
 end
 
+-- Sets every element of the tensor with handle xh to v (checked by core.check_element).
+local function fill_handle(xh, v, fname, argname)
+  local dt = tonumber(C.cs_tensor_dtype(xh))
+  local e = core.check_element(v, dt, fname, argname)
+  if IS_FLOAT[dt] then core.call(fname, C.cs_fill, xh, e) else core.call(fname, C.cs_fill_int64, xh, e) end
+end
+ops.fill_handle = fill_handle
+
 -- x:fill(v): every element of x (a view writes through) set to v; returns x.
 function M.fill(x, v)
-  local xh = check_tensor(x, "fill", "x")
-  local dt = core.dtype_of(xh)
-  if type(v) == "boolean" then v = v and 1 or 0 end
-  if type(v) == "cdata" and (ffi.istype("int64_t", v) or ffi.istype("uint64_t", v)) then
-    core.call("fill", C.cs_fill_int64, xh, v)
-    return x
-  end
-  if type(v) ~= "number" then raise(format("fill: value: expected a number or boolean, got %s", describe(v))) end
-  if (dt == I64 or dt == I32) and is_int(v) and v > -2 ^ 63 and v < 2 ^ 63 then
-    core.call("fill", C.cs_fill_int64, xh, v)
-  else
-    core.call("fill", C.cs_fill, xh, v)
-  end
+  fill_handle(check_tensor(x, "fill", "x"), v, "fill", "value")
   return x
 end
 
--- x:copy(y): x's elements set to y's (y broadcasts to x's shape; any dtype, any device); returns x.
-function M.copy(x, y)
-  local xh = check_tensor(x, "copy", "x")
-  local yh = check_tensor(y, "copy", "y")
+-- Copies the tensor y into the tensor with handle xh, y broadcasting to xh's shape; errors name
+-- y as yname and the target as target ("x's").
+local function copy_into(xh, y, fname, yname, target)
+  local yh = check_tensor(y, fname, yname)
   local sx, sy = shape_of(xh), shape_of(yh)
   local ok = #sy <= #sx
   for i = 0, #sy - 1 do
@@ -381,9 +387,16 @@ function M.copy(x, y)
     if ok and b ~= a and b ~= 1 then ok = false end
   end
   if not ok then
-    raise(format("copy: y: shape %s does not broadcast to x's shape %s", shape_str(sy), shape_str(sx)))
+    raise(format("%s: %s: shape %s does not broadcast to %s shape %s", fname, yname, shape_str(sy), target,
+                 shape_str(sx)))
   end
-  core.call("copy", C.cs_copy, xh, expand(y, sy, sx, "copy").h)
+  core.call(fname, C.cs_copy, xh, check_tensor(expand(y, sy, sx, fname), fname, yname))
+end
+ops.copy_into = copy_into
+
+-- x:copy(y): x's elements set to y's (y broadcasts to x's shape; any dtype, any device); returns x.
+function M.copy(x, y)
+  copy_into(check_tensor(x, "copy", "x"), y, "copy", "y", "x's")
   return x
 end
 
@@ -409,10 +422,10 @@ end
 local function compare(a, b, rtol, atol, equal_nan, fname)
   a = as_tensor(a, fname, "a")
   b = as_tensor(b, fname, "b")
-  local sa, sb = shape_of(a.h), shape_of(b.h)
+  local sa, sb = shape_of(check_tensor(a, fname, "a")), shape_of(check_tensor(b, fname, "b"))
   local shape = broadcast_shape(sa, sb, fname)
   local va, vb = expand(a, sa, shape, fname), expand(b, sb, shape, fname)
-  core.call(fname, C.cs_compare, va.h, vb.h, rtol, atol, equal_nan and 1 or 0, cmp_max, cmp_far)
+  core.call(fname, C.cs_compare, check_tensor(va, fname, "a"), check_tensor(vb, fname, "b"), rtol, atol, equal_nan and 1 or 0, cmp_max, cmp_far)
   return core.read_f64(cmp_max_bits, 0), tonumber(cmp_far[0])
 end
 ops.compare = compare
@@ -422,16 +435,17 @@ local CLOSE_OPTS = { rtol = true, atol = true, equal_nan = true }
 -- cs.allclose(a, b[, {rtol=1e-5, atol=1e-8, equal_nan=false}]): numpy's rule |a - b| <= atol + rtol |b|.
 function ops.allclose(a, b, opts)
   local rtol, atol, equal_nan = 1e-5, 1e-8, false
-  if opts ~= nil then
+  if type(opts) ~= "nil" then
     core.check_opts(opts, CLOSE_OPTS, "allclose")
+    -- (not (v >= 0) also refuses NaN, which every comparison would take as "not close")
     if opts.rtol ~= nil then
-      if type(opts.rtol) ~= "number" or opts.rtol < 0 then
+      if type(opts.rtol) ~= "number" or not (opts.rtol >= 0) then
         raise(format("allclose: rtol: expected a non-negative number, got %s", describe(opts.rtol)))
       end
       rtol = opts.rtol
     end
     if opts.atol ~= nil then
-      if type(opts.atol) ~= "number" or opts.atol < 0 then
+      if type(opts.atol) ~= "number" or not (opts.atol >= 0) then
         raise(format("allclose: atol: expected a non-negative number, got %s", describe(opts.atol)))
       end
       atol = opts.atol

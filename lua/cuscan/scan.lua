@@ -56,7 +56,7 @@ local function prepare(op, x, dim, opts, fname, explain)
   local dtype = core.dtype_of(xh)
   local dev = core.device_of(xh)
   local flags, mask, out, odtype = 0, nil, nil, nil
-  if opts ~= nil then
+  if type(opts) ~= "nil" then
     core.check_opts(opts, SCAN_OPTS, fname)
     if core.check_bool_opt(opts.reverse, fname, "reverse") then flags = flags + REVERSE end
     if core.check_bool_opt(opts.exclusive, fname, "exclusive") then flags = flags + EXCLUSIVE end
@@ -116,7 +116,7 @@ local function prepare(op, x, dim, opts, fname, explain)
     end
   elseif not explain then
     out = core.empty_like(xh, odtype, dev, fname)
-    oh = out.h
+    oh = check_tensor(out, fname, "out")
   end
   return out, oh, xh, nd, cdim, flags, mh, odtype
 end
@@ -126,7 +126,8 @@ local function scan(op, x, dim, opts, fname)
   if nd == 0 then
     local cx, co = as_line(xh, fname), as_line(oh, fname)
     local cm = mh and as_line(mh, fname)
-    core.call(fname, C.cs_scan, co.h, cx.h, 0, op, flags, cm and cm.h or nil)
+    core.call(fname, C.cs_scan, check_tensor(co, fname, "out"), check_tensor(cx, fname, "x"), 0, op, flags,
+              cm and check_tensor(cm, fname, "mask") or nil)
     return out
   end
   local st = C.cs_scan(oh, xh, cdim, op, flags, mh)
@@ -151,12 +152,22 @@ local M = core.methods
 M.cumsum = S.cumsum
 M.cumprod = S.cumprod
 
+-- opts with key set to value, for the methods that fix one option. Giving that option as well is
+-- an error unless it says the same (reverse = true on reverse_cumsum); a mask option beside the
+-- mask argument never does.
 local function merged(opts, key, value, fname)
   local o = { [key] = value }
-  if opts ~= nil then
+  if type(opts) ~= "nil" then
     core.check_opts(opts, SCAN_OPTS, fname)
     for k, v in pairs(opts) do
-      if k ~= key then o[k] = v end
+      if k == key then
+        if v ~= value or key == "mask" then
+          raise(format("%s: opts: %s = %s contradicts %s (leave the option out)", fname, key,
+                       type(v) == "boolean" and tostring(v) or describe(v), fname))
+        end
+      else
+        o[k] = v
+      end
     end
   end
   return o
@@ -164,12 +175,14 @@ end
 
 -- x:reverse_cumsum(dim[, opts]): the cumsum from the end of the dim toward its start.
 function M.reverse_cumsum(x, dim, opts)
+  check_tensor(x, "reverse_cumsum", "x")
   return scan(SUM, x, dim, merged(opts, "reverse", true, "reverse_cumsum"), "reverse_cumsum")
 end
 
 -- x:masked_cumsum(mask, dim[, opts]): the cumsum where elements under a false mask count as 0.
 function M.masked_cumsum(x, mask, dim, opts)
-  if mask == nil or not is_tensor(mask) then
+  check_tensor(x, "masked_cumsum", "x")
+  if not is_tensor(mask) then
     raise(format("masked_cumsum: mask: expected a bool tensor, got %s", describe(mask)))
   end
   return scan(SUM, x, dim, merged(opts, "mask", mask, "masked_cumsum"), "masked_cumsum")
@@ -203,7 +216,7 @@ end
 -- cs.force_family(name): for tests and diagnosis, CUDA scans use this kernel family (and mode) where
 -- it can handle the call, as CUSCAN_FORCE_FAMILY does; nil gives the choice back to the planner.
 function S.force_family(name)
-  if name ~= nil and type(name) ~= "string" then
+  if type(name) ~= "nil" and type(name) ~= "string" then   -- (a NULL cdata compares equal to nil)
     raise(format("force_family: name: expected a family name such as \"slabs\" or nil, got %s", describe(name)))
   end
   if C.cs_scan_force_family(name) ~= 0 then core.fail("force_family") end

@@ -158,36 +158,21 @@ end
 -- x:reshape(shape): a view when x's strides allow one, else a contiguous copy. One size may be -1.
 function M.reshape(x, shape)
   local xh = check_tensor(x, "reshape", "x")
-  if type(shape) ~= "table" then
-    raise(format("reshape: shape: expected a table of sizes such as {2, 3}, got %s", describe(shape)))
-  end
+  -- every size, and their product, is checked before any arithmetic with them
+  local _, known, infer_at = core.parse_shape(shape, "reshape", "shape", true)
   local numel = core.numel_of(xh)
-  local new, infer_at, known = {}, nil, 1
-  for i = 1, #shape do
-    local v = shape[i]
-    if v == -1 then
-      if infer_at then raise("reshape: shape: only one size may be -1") end
-      infer_at = i
-      new[i] = 1
-    else
-      if not is_int(v) or v < 0 then
-        raise(format("reshape: shape[%d]: expected a non-negative integer size or -1, got %s", i, describe(v)))
-      end
-      new[i] = v
-      known = known * v
-    end
-  end
+  local new = {}
+  for i = 1, #shape do new[i] = shape[i] end
   if infer_at then
     if known == 0 or numel % known ~= 0 then
       raise(format("reshape: shape: cannot infer the -1 size: %d elements do not divide into {%s}", numel,
-                   table.concat(shape, ", ")))
+                   core.sizes_text(shape, ", ")))
     end
     new[infer_at] = numel / known
     known = numel
   end
-  core.parse_shape(new, "reshape")   -- dims, overflow
   if known ~= numel then
-    raise(format("reshape: shape: {%s} holds %d elements, x has %d (shape %s)", table.concat(shape, ", "),
+    raise(format("reshape: shape: {%s} holds %.0f elements, x has %d (shape %s)", core.sizes_text(shape, ", "),
                  known, numel, core.shape_str(core.shape_of(xh))))
   end
   local strides = view_strides(core.shape_of(xh), core.strides_of(xh), new, numel)
@@ -197,7 +182,8 @@ function M.reshape(x, shape)
   local c = M.contiguous(x)
   local packed, s = {}, 1
   for i = #new, 1, -1 do packed[i] = s; s = s * new[i] end
-  return core.view(c.h, new, packed, tonumber(C.cs_tensor_offset(c.h)), "reshape")
+  local ch = check_tensor(c, "reshape", "x")
+  return core.view(ch, new, packed, tonumber(C.cs_tensor_offset(ch)), "reshape")
 end
 
 ---------------------------------------------------------------------------------------------------
@@ -207,14 +193,14 @@ function M.contiguous(x)
   local xh = check_tensor(x, "contiguous", "x")
   if C.cs_tensor_is_contiguous(xh) ~= 0 then return x end
   local h = core.empty(core.shape_of(xh), core.dtype_of(xh), core.device_of(xh), "contiguous")
-  core.call("contiguous", C.cs_copy, h.h, xh)
+  core.call("contiguous", C.cs_copy, check_tensor(h, "contiguous", "out"), xh)
   return h
 end
 
 function M.clone(x)
   local xh = check_tensor(x, "clone", "x")
   local h = core.empty_like(xh, core.dtype_of(xh), core.device_of(xh), "clone")
-  core.call("clone", C.cs_copy, h.h, xh)
+  core.call("clone", C.cs_copy, check_tensor(h, "clone", "out"), xh)
   return h
 end
 
@@ -227,8 +213,14 @@ function M.to(x, what)
   local dev = core.device_of(xh)
   local new_dtype, new_dev = dtype, dev
   if type(what) == "string" then
-    if core.DTYPE[what] then new_dtype = core.DTYPE[what]
-    else new_dev = core.parse_device(what, "to", "device") end
+    if core.DTYPE[what] then
+      new_dtype = core.DTYPE[what]
+    elseif core.DEVICE[what] or what:match("^cuda") or what:match("^cpu") or what:match("^gpu") then
+      new_dev = core.parse_device(what, "to", "device")
+    else
+      -- any other name is taken for a dtype cuscan lacks (x:to("float16")), not a device
+      core.parse_dtype(what, "to")
+    end
   elseif type(what) == "table" then
     core.check_opts(what, TO_OPTS, "to")
     if what.dtype ~= nil then new_dtype = core.parse_dtype(what.dtype, "to") end
@@ -238,7 +230,7 @@ function M.to(x, what)
   end
   if new_dtype == dtype and new_dev == dev then return x end
   local h = core.empty_like(xh, new_dtype, new_dev, "to")
-  core.call("to", C.cs_copy, h.h, xh)
+  core.call("to", C.cs_copy, check_tensor(h, "to", "out"), xh)
   return h
 end
 
@@ -246,7 +238,7 @@ function M.cpu(x)
   local xh = check_tensor(x, "cpu", "x")
   if core.device_of(xh) == CPU then return x end
   local h = core.empty_like(xh, core.dtype_of(xh), CPU, "cpu")
-  core.call("cpu", C.cs_copy, h.h, xh)
+  core.call("cpu", C.cs_copy, check_tensor(h, "cpu", "out"), xh)
   return h
 end
 
@@ -255,23 +247,19 @@ function M.cuda(x)
   if core.device_of(xh) == CUDA then return x end
   core.parse_device("cuda", "cuda")
   local h = core.empty_like(xh, core.dtype_of(xh), CUDA, "cuda")
-  core.call("cuda", C.cs_copy, h.h, xh)
+  core.call("cuda", C.cs_copy, check_tensor(h, "cuda", "out"), xh)
   return h
 end
 
 -- x:free(): releases x's storage now (views of it keep theirs); any later use of x is an error.
 function M.free(x)
-  if not core.is_tensor(x) then
-    raise(format("free: x: expected a tensor, got %s", describe(x)))
-  end
-  if C.cs_tensor_release(x.h) ~= 0 then core.fail("free") end
+  local xh = check_tensor(x, "free", "x", true)
+  if C.cs_tensor_release(xh) ~= 0 then core.fail("free") end
 end
 
 function M.is_freed(x)
-  if not core.is_tensor(x) then
-    raise(format("is_freed: x: expected a tensor, got %s", describe(x)))
-  end
-  return C.cs_tensor_is_released(x.h) ~= 0
+  local xh = check_tensor(x, "is_freed", "x", true)
+  return C.cs_tensor_is_released(xh) ~= 0
 end
 
 return M
