@@ -200,6 +200,7 @@ cs.cat = ops.cat
 cs.allclose = ops.allclose
 cs.max_abs_diff = ops.max_abs_diff
 cs.where = verbs.where
+cs.set_printoptions = require("cuscan.format").set_printoptions
 
 function cs.is_tensor(v) return core.is_tensor(v) end
 
