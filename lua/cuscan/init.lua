@@ -202,6 +202,12 @@ cs.max_abs_diff = ops.max_abs_diff
 cs.where = verbs.where
 cs.set_printoptions = require("cuscan.format").set_printoptions
 
+local files = require("cuscan.files")
+
+-- cs.save(path, x[, opts]) and cs.load(path[, opts]): .npy, .csv and .txt files (cuscan.files).
+cs.save = files.save
+function cs.load(path, opts) return files.load(path, opts, core.DEVICE_NAME[default_dev]) end
+
 function cs.is_tensor(v) return core.is_tensor(v) end
 
 ---------------------------------------------------------------------------------------------------
