@@ -200,6 +200,7 @@ cs.cat = ops.cat
 cs.allclose = ops.allclose
 cs.max_abs_diff = ops.max_abs_diff
 cs.where = verbs.where
+cs.from_dlpack = require("cuscan.dlpack").from_dlpack
 cs.set_printoptions = require("cuscan.format").set_printoptions
 
 local files = require("cuscan.files")
