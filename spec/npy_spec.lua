@@ -300,6 +300,9 @@ describe(".npy errors", function()
   end)
 
   it("an unsupported dtype is an error that names it", function()
+    local path = dir .. "/bf16.npy"
+    shell.spit(path, npy_file(fits("<V2", "(2,)"), "\0\0\0\0"))
+    H.raises(function() cs.load(path) end, { "load: " .. path .. ": unsupported dtype '<V2' (2-byte raw words, as ml_dtypes writes bfloat16)" })
     for name, needles in pairs({
       ["float16_3.npy"] = { "'<f2'", "float16" },
       ["complex64_2.npy"] = { "'<c8'", "complex64" },
@@ -325,6 +328,7 @@ describe(".npy errors", function()
 
   it("bad arguments name the argument", function()
     H.raises(function() cs.load(42) end, { "load: path: expected a file name, got number 42" })
+    H.raises(function() cs.save(dir .. "/a\0b.npy", cs.zeros({ 1 })) end, { "save: path: ", "contains a NUL byte" })
     H.raises(function() cs.load(dir .. "/x.dat") end, { "load: path: cannot tell the format", "x.dat" })
     H.raises(function() cs.load(dir .. "/x.npy", { format = "xls" }) end, { "load: format: expected \"npy\", \"csv\" or \"txt\"" })
     H.raises(function() cs.load(dir .. "/x.npy", { header = true }) end, { "load: header: this option does not apply to .npy files" })

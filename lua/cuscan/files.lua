@@ -28,6 +28,9 @@ local function format_of(path, opts, fname)
   if type(path) ~= "string" or path == "" then
     raise(format("%s: path: expected a file name, got %s", fname, describe(path)))
   end
+  if path:find("\0", 1, true) then   -- C would see the name cut short at the NUL
+    raise(format("%s: path: %q contains a NUL byte", fname, path))
+  end
   if opts ~= nil and type(opts) ~= "table" then
     raise(format("%s: opts: expected a table of options, got %s", fname, describe(opts)))
   end

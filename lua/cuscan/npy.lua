@@ -33,7 +33,7 @@ end
 local OTHER = {
   f2 = "float16", f16 = "float128", c8 = "complex64", c16 = "complex128", c32 = "complex256",
   O = "Python objects", O8 = "Python objects", i1 = "int8", i2 = "int16", u1 = "uint8", u2 = "uint16",
-  u4 = "uint32", u8 = "uint64", V2 = "2-byte raw words (bfloat16 as ml_dtypes writes it)",
+  u4 = "uint32", u8 = "uint64", V2 = "2-byte raw words, as ml_dtypes writes bfloat16",
 }
 
 local MAGIC = "\147NUMPY"
