@@ -30,7 +30,6 @@ local function split(line, delim)
   end
   return fields
 end
-csv.split = split
 
 ---------------------------------------------------------------------------------------------------
 -- Reading

@@ -28,14 +28,14 @@ local PROFILES = {
 }
 local opts = {}
 for k, v in pairs(PROFILES.default) do opts[k] = v end
-fmt.options = opts
 
 local PRINT_OPTS = { precision = true, threshold = true, edgeitems = true, linewidth = true, sci_mode = true,
                      profile = true }
 
-local function check_count(v, name, least)
-  if type(v) ~= "number" or v ~= floor(v) or v < least then
-    core.raise(format("set_printoptions: %s: expected an integer >= %d, got %s", name, least, core.describe(v)))
+local function check_count(v, name, least, most)
+  if type(v) ~= "number" or v ~= floor(v) or v < least or (most and v > most) then
+    core.raise(format("set_printoptions: %s: expected an integer >= %d%s, got %s", name, least,
+                      most and " and <= " .. most or "", core.describe(v)))
   end
   return v
 end
@@ -57,7 +57,8 @@ function fmt.set_printoptions(o)
     end
     for k in pairs(PRINT_OPTS) do new[k] = p[k] end
   end
-  if o.precision ~= nil then new.precision = check_count(o.precision, "precision", 0) end
+  -- string.format takes at most 99 digits
+  if o.precision ~= nil then new.precision = check_count(o.precision, "precision", 0, 99) end
   if o.threshold ~= nil then
     new.threshold = o.threshold == huge and huge or check_count(o.threshold, "threshold", 0)
   end

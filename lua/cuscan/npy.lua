@@ -298,5 +298,4 @@ function npy.write(f, t, th)
   return true
 end
 
-npy.dtype_names = FORMATS
 return npy
