@@ -19,8 +19,7 @@ end
 
 H.each_device(".csv and .txt files", function(dev, it)
   local dir
-  before_each(function() dir = shell.tmpdir() end)
-  after_each(function() os.execute("rm -rf " .. shell.q(dir)) end)
+  H.temp_dir_each(function(d) dir = d end)
 
   it("round-trip float64 bit for bit, whatever the bits", function()
     H.with_rng("csv float64 " .. dev, function(rng)
@@ -113,8 +112,7 @@ end)
 
 describe(".csv and .txt errors", function()
   local dir
-  before_each(function() dir = shell.tmpdir() end)
-  after_each(function() os.execute("rm -rf " .. shell.q(dir)) end)
+  H.temp_dir_each(function(d) dir = d end)
 
   local function bad_text(name, text, opts, needles)
     local path = dir .. "/" .. name

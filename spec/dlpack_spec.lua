@@ -77,13 +77,18 @@ local function build_lib()
   shell.spit(dir .. "/specdl.c", LIB_SOURCE)
   local out, status = H.shell(("cc -std=c11 -O1 -fPIC -shared -I%s -o %s %s"):format(
     H.quote(H.root .. "/src"), H.quote(dir .. "/libspecdl.so"), H.quote(dir .. "/specdl.c")))
-  if status ~= 0 then return nil, "the C library did not build: " .. out end
+  if status ~= 0 then
+    os.execute("rm -rf " .. shell.q(dir))
+    return nil, "the C library did not build: " .. out
+  end
   pcall(ffi.cdef, [[
     int spec_dl_deleted(void);
     double spec_dl_sum_and_delete(DLManagedTensor *m);
     DLManagedTensor *spec_dl_make(int64_t rows, int64_t cols, int code, int bits);
   ]])
-  return ffi.load(dir .. "/libspecdl.so"), dir
+  local lib = ffi.load(dir .. "/libspecdl.so")
+  os.execute("rm -rf " .. shell.q(dir))   -- the loaded library stays mapped
+  return lib
 end
 
 local CODE = { float32 = { 2, 32 }, float64 = { 2, 64 }, int32 = { 0, 32 }, int64 = { 0, 64 }, bool = { 6, 8 } }

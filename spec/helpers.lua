@@ -506,6 +506,20 @@ function H.raises(fn, needles)
   return err
 end
 
+-- A fresh temporary directory for each test of the calling describe block, handed to set before
+-- the test and removed after it.
+function H.temp_dir_each(set)
+  local env = getfenv(2)
+  local dir
+  env.before_each(function()
+    local p = io.popen("mktemp -d")
+    dir = p:read("*l")
+    p:close()
+    set(dir)
+  end)
+  env.after_each(function() os.execute("rm -rf " .. H.quote(dir)) end)
+end
+
 -- Runs a shell command; returns its output and exit status.
 function H.shell(cmd)
   local f = io.popen(cmd .. " 2>&1; echo \"__status=$?\"")

@@ -94,8 +94,7 @@ local FIXTURES = {
 
 H.each_device(".npy files", function(dev, it)
   local dir
-  before_each(function() dir = shell.tmpdir() end)
-  after_each(function() os.execute("rm -rf " .. shell.q(dir)) end)
+  H.temp_dir_each(function(d) dir = d end)
 
   it("round-trips every dtype, shape and layout bit for bit", function()
     H.with_rng("npy round trip " .. dev, function(rng)
@@ -171,8 +170,7 @@ end)
 
 describe(".npy memory maps", function()
   local dir
-  before_each(function() dir = shell.tmpdir() end)
-  after_each(function() os.execute("rm -rf " .. shell.q(dir)) end)
+  H.temp_dir_each(function(d) dir = d end)
 
   it("give a CPU tensor with the file's values, in every layout the reader takes", function()
     for _, f in ipairs(FIXTURES) do
@@ -245,8 +243,7 @@ end)
 
 describe(".npy errors", function()
   local dir
-  before_each(function() dir = shell.tmpdir() end)
-  after_each(function() os.execute("rm -rf " .. shell.q(dir)) end)
+  H.temp_dir_each(function(d) dir = d end)
 
   -- A .npy file with the given header dict (padded as NumPy pads it) and data bytes.
   local function npy_file(dict, data, version)
@@ -342,8 +339,7 @@ end)
 
 describe("a failed save", function()
   local dir
-  before_each(function() dir = shell.tmpdir() end)
-  after_each(function() os.execute("rm -rf " .. shell.q(dir)) end)
+  H.temp_dir_each(function(d) dir = d end)
 
   local function listing() return (H.shell("ls -A " .. H.quote(dir))) end
 
