@@ -7,24 +7,7 @@ require("cuscan.assertions")
 
 local nan = 0 / 0
 
--- Calls fn (a closure written on one line) and checks its error: it starts with that line's
--- position and "cuscan: ", and contains every needle (plain text). Returns the message.
-local function raises(fn, needles)
-  local ok, err = pcall(fn)
-  assert.is_false(ok, "expected an error, the call succeeded")
-  err = tostring(err)
-  local info = debug.getinfo(fn, "S")
-  local prefix = ("%s:%d: cuscan: "):format(info.short_src, info.linedefined)
-  if err:sub(1, #prefix) ~= prefix then
-    error(("the error should start with %q, got %q"):format(prefix, err), 2)
-  end
-  for _, needle in ipairs(needles or {}) do
-    if not err:find(needle, 1, true) then
-      error(("the error should mention %q: %q"):format(needle, err), 2)
-    end
-  end
-  return err
-end
+local raises = H.raises
 
 -- The tensors a case may use, on device dev.
 local function context(dev)

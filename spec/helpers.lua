@@ -39,6 +39,21 @@ function Rng:int(lo, hi) return lo + (self:next() % (hi - lo + 1)) end
 function Rng:bool(p) return self:uniform() < (p or 0.5) end
 function Rng:pick(list) return list[self:int(1, #list)] end
 
+-- 32 random bits as a number (next() gives 31 at a time).
+function Rng:bits32() return self:next() * 2 + self:int(0, 1) end
+
+-- Any int64, as int64_t cdata.
+function Rng:int64()
+  return bit.bor(bit.lshift(ffi.cast("int64_t", self:bits32()), 32), ffi.cast("int64_t", self:bits32()))
+end
+
+-- Any double but NaN: every exponent, denormals, both zeros and infinities.
+local bits64 = ffi.new("union { double d; int64_t i; }")
+function Rng:any_double()
+  repeat bits64.i = self:int64() until bits64.d == bits64.d
+  return bits64.d
+end
+
 H.base_seed = tonumber(os.getenv("CUSCAN_SPEC_SEED")) or (os.time() % 1000003)
 
 -- A seed for a named case: the run's base seed mixed with the name, so cases differ but each is
@@ -47,6 +62,13 @@ function H.seed_for(name)
   local h = 5381
   for i = 1, #name do h = (h * 33 + name:byte(i)) % 2147483647 end
   return (h + H.base_seed * 7919) % 2147483647
+end
+
+-- Runs body(rng, seed) with a generator seeded for the named case; a failure inside names the seed
+-- that replays it.
+function H.with_rng(name, body)
+  local seed = H.seed_for(name)
+  H.replay(seed, name, function() body(H.rng(seed), seed) end)
 end
 
 -- Runs fn; a failure or error inside gets the seed and the case prepended to its message.
@@ -522,6 +544,39 @@ function H.cuda_it()
   return function(test_name)
     env.pending(test_name .. " (no CUDA device: " .. reason .. ")")
   end
+end
+
+-- Calls fn (a closure written on one line) and checks its error: it starts with that line's
+-- position and "cuscan: ", and contains every needle (plain text). Returns the message.
+function H.raises(fn, needles)
+  local ok, err = pcall(fn)
+  assert.is_false(ok, "expected an error, the call succeeded")
+  err = tostring(err)
+  local info = debug.getinfo(fn, "S")
+  local prefix = ("%s:%d: cuscan: "):format(info.short_src, info.linedefined)
+  if err:sub(1, #prefix) ~= prefix then
+    error(("the error should start with %q, got %q"):format(prefix, err), 2)
+  end
+  for _, needle in ipairs(needles or {}) do
+    if not err:find(needle, 1, true) then
+      error(("the error should mention %q: %q"):format(needle, err), 2)
+    end
+  end
+  return err
+end
+
+-- A fresh temporary directory for each test of the calling describe block, handed to set before
+-- the test and removed after it.
+function H.temp_dir_each(set)
+  local env = getfenv(2)
+  local dir
+  env.before_each(function()
+    local p = io.popen("mktemp -d")
+    dir = p:read("*l")
+    p:close()
+    set(dir)
+  end)
+  env.after_each(function() os.execute("rm -rf " .. H.quote(dir)) end)
 end
 
 -- Runs a shell command; returns its output and exit status.

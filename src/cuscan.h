@@ -142,6 +142,10 @@ int cs_tensor_is_released(const cs_tensor *t);
  * NULL for CUDA tensors and released ones. */
 void *cs_tensor_host_data(const cs_tensor *t);
 
+/* Address of the view's element 0 on its device (a device pointer for CUDA tensors): valid while a
+ * view of the storage lives. NULL for released tensors and for storages of no bytes. */
+void *cs_tensor_data(const cs_tensor *t);
+
 /* How two tensors' element ranges relate: 0 disjoint, 1 the very same view (same storage, offset,
  * shape and strides), 2 overlapping some other way (or possibly so). */
 int cs_tensor_overlap(const cs_tensor *a, const cs_tensor *b);
@@ -157,6 +161,12 @@ cs_status cs_fill_int64(cs_tensor *t, int64_t value);
  * the same seed gives the same values on either device and any layout. float dtypes only. */
 cs_status cs_rand(cs_tensor *t, uint64_t seed);
 
+/* Standard normal numbers by the Box-Muller transform of two Philox4x32-10 uniforms per element,
+ * keyed by seed and counted in row-major order like cs_rand (a stream of its own, so rand and randn
+ * of one seed are independent). float dtypes only. Both devices compute the same values, up to the
+ * rounding of their log and cos. */
+cs_status cs_randn(cs_tensor *t, uint64_t seed);
+
 /* t[i] = start + i * step in row-major order (computed in int64 for integer dtypes, where start,
  * step and every element must fit: CS_ERR_ARGUMENT otherwise). */
 cs_status cs_arange(cs_tensor *t, double start, double step);
@@ -165,6 +175,10 @@ cs_status cs_arange(cs_tensor *t, double start, double step);
  * integer dtype truncate toward zero and saturate: values beyond its range become its lowest or
  * highest value and NaN becomes 0; bool is v != 0. Waits when dst is on the CPU and src on CUDA. */
 cs_status cs_copy(cs_tensor *dst, const cs_tensor *src);
+
+/* out = x with the order of elements reversed along every dim d whose bit (1u << d) is set in dims:
+ * same shape and device, any dtypes (converted as cs_copy does); out must not overlap x. */
+cs_status cs_flip(cs_tensor *out, const cs_tensor *x, unsigned dims);
 
 /* ---- timing ------------------------------------------------------------------------------------ */
 
@@ -250,6 +264,11 @@ cs_status cs_binary(cs_tensor *out, const cs_tensor *a, const cs_tensor *b, cs_b
  * fit in it (CS_ERR_ARGUMENT otherwise). */
 cs_status cs_binary_scalar(cs_tensor *out, const cs_tensor *a, double s, cs_binary_op op, int scalar_first);
 
+/* out = a where mask is true, b where it is false: mask (bool), a and b of out's shape (broadcast by
+ * passing stride-0 views) on out's device, any dtypes (converted to out's as cs_copy does). out must
+ * not overlap mask, a or b. */
+cs_status cs_where(cs_tensor *out, const cs_tensor *mask, const cs_tensor *a, const cs_tensor *b);
+
 /* Reduces x along dim into out (x's shape without dim, on x's device), or over all elements when
  * dim is -1 (out then holds one element). Sums of floats accumulate in float64 on the CPU and in a
  * fixed tree on CUDA; max and min propagate NaN. */
@@ -260,6 +279,79 @@ cs_status cs_reduce(cs_tensor *out, const cs_tensor *x, int dim, cs_reduce_op op
  * |a - b| > atol + rtol * |b| (numpy's allclose rule; NaNs count as equal when equal_nan). */
 cs_status cs_compare(const cs_tensor *a, const cs_tensor *b, double rtol, double atol, int equal_nan,
                      double *max_abs, int64_t *n_far);
+
+/* ---- memory cuscan does not own: caller's buffers, file maps, DLPack ------------------------------ */
+
+/* A tensor over `bytes` bytes at `data` on `device` that cuscan neither allocated nor frees: shape,
+ * strides (>= 0, in elements) and offset as cs_as_strided, every element inside the bytes, data
+ * aligned to the dtype's size. When the last view of it goes, release(ctx) is called (release may be
+ * NULL when the caller keeps the memory alive longer than every view). Such memory is not counted in
+ * cs_memory_info's in_use. On failure release is not called. */
+cs_status cs_from_blob(cs_tensor **out, void *data, size_t bytes, cs_device device, cs_dtype dtype, int ndim,
+                       const int64_t *shape, const int64_t *strides, int64_t offset, void (*release)(void *ctx),
+                       void *ctx);
+
+/* A CPU tensor over bytes [offset, offset + bytes) of the file at path, mapped copy-on-write: pages
+ * are read from the file when first touched (so the file may be larger than memory) and writes stay
+ * in this process, never reaching the file. offset must be a multiple of the dtype's size; shape and
+ * strides (>= 0, elements from the start of the region) must stay inside the region. The map goes
+ * with the last view. Fails, naming the path, when it cannot be opened or is shorter than the region.
+ * Shrinking the file while it is mapped makes later reads of the lost pages fault (SIGBUS). */
+cs_status cs_map_file(cs_tensor **out, const char *path, int64_t offset, int64_t bytes, cs_dtype dtype, int ndim,
+                      const int64_t *shape, const int64_t *strides);
+
+/* DLPack: the ABI of dlpack.h (version 0.8 and later) for handing tensors between libraries without
+ * a copy. Declared here so that LuaJIT reads them with the rest of the API; a C file that includes
+ * dlpack.h before this header uses those declarations (the same layout) instead. */
+#ifndef DLPACK_DLPACK_H_
+typedef enum {
+    kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3, kDLOpenCL = 4, kDLVulkan = 7, kDLMetal = 8, kDLVPI = 9,
+    kDLROCM = 10, kDLROCMHost = 11, kDLExtDev = 12, kDLCUDAManaged = 13, kDLOneAPI = 14, kDLWebGPU = 15,
+    kDLHexagon = 16
+} DLDeviceType;
+
+typedef struct {
+    DLDeviceType device_type;
+    int32_t device_id;
+} DLDevice;
+
+typedef enum {
+    kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLOpaqueHandle = 3, kDLBfloat = 4, kDLComplex = 5, kDLBool = 6
+} DLDataTypeCode;
+
+typedef struct {
+    uint8_t code;   /* a DLDataTypeCode */
+    uint8_t bits;
+    uint16_t lanes;
+} DLDataType;
+
+typedef struct {
+    void *data;
+    DLDevice device;
+    int32_t ndim;
+    DLDataType dtype;
+    int64_t *shape;
+    int64_t *strides;       /* in elements; NULL for a compact row-major tensor */
+    uint64_t byte_offset;
+} DLTensor;
+
+typedef struct DLManagedTensor {
+    DLTensor dl_tensor;
+    void *manager_ctx;
+    void (*deleter)(struct DLManagedTensor *self);
+} DLManagedTensor;
+#endif
+
+/* A DLManagedTensor describing t: the same memory, shape, strides and dtype (bool as kDLBool), kept
+ * alive until its deleter is called, which whoever receives it must do exactly once. Waits for
+ * queued CUDA work first, so that a consumer on another stream sees t's values. */
+cs_status cs_to_dlpack(DLManagedTensor **out, const cs_tensor *t);
+
+/* A tensor over the memory of m (zero copy) that takes m over: m's deleter (when not NULL) is called
+ * when the last view goes, after queued CUDA work that may read it. Supported: CPU, CUDA host and
+ * CUDA device 0 memory; float32/64, int32/64 and bool with one lane; strides >= 0, aligned data. On
+ * failure m is left to the caller, not deleted. */
+cs_status cs_from_dlpack(cs_tensor **out, DLManagedTensor *m);
 
 #pragma GCC visibility pop
 #ifdef __cplusplus

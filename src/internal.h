@@ -13,6 +13,8 @@ typedef struct cs_storage {
     void *data;
     size_t bytes;
     size_t block_bytes;        /* host: the size of the block behind data (a reused block may be larger) */
+    void (*release)(void *ctx); /* memory cuscan does not own (external.c): called instead of freeing */
+    void *release_ctx;
 } cs_storage;
 
 struct cs_tensor {
@@ -39,6 +41,7 @@ cs_status cs_storage_new(cs_storage **out, cs_device device, size_t bytes);
 void cs_storage_release(cs_storage *s);
 void *cs_tensor_ptr(const cs_tensor *t); /* address of element 0 (storage + offset) */
 cs_status cs_check_usable(const cs_tensor *t, const char *what);
+cs_status cs_check_writable(const cs_tensor *t, const char *what); /* no two elements share memory */
 /* The strides cs_empty_like gives a tensor like `like` (its dim order when dense, else row-major);
  * returns whether like is dense. */
 int cs_like_strides(const cs_tensor *like, int64_t *strides);
@@ -135,7 +138,8 @@ typedef struct cs_elementwise_plan {
     int has_scalar;             /* binary with a scalar instead of operand 2 */
 } cs_elementwise_plan;
 
-enum { CS_EW_FILL = 100, CS_EW_RAND = 101, CS_EW_ARANGE = 102, CS_EW_COPY = 103 };
+enum { CS_EW_FILL = 100, CS_EW_RAND = 101, CS_EW_ARANGE = 102, CS_EW_COPY = 103, CS_EW_RANDN = 104,
+       CS_EW_WHERE = 105 /* out = operand 2 where the bool operand 1 is true; out kept elsewhere */ };
 
 typedef struct cs_reduce_plan {
     cs_reduce_op op;

@@ -57,6 +57,7 @@ cs_status cs_fill(cs_tensor *t, double value)
 {
     cs_status st = cs_check_usable(t, "fill");
     if (st) return st;
+    if ((st = cs_check_writable(t, "x"))) return st;
     if ((st = check_element(value, t->dtype, "value"))) return st;
     cs_elementwise_plan p;
     ew_plan(&p, 0, t, NULL, NULL);
@@ -70,6 +71,7 @@ cs_status cs_fill_int64(cs_tensor *t, int64_t value)
 {
     cs_status st = cs_check_usable(t, "fill");
     if (st) return st;
+    if ((st = cs_check_writable(t, "x"))) return st;
     if (t->dtype == CS_INT32 && (value < INT32_MIN || value > INT32_MAX))
         return cs_fail(CS_ERR_ARGUMENT, "value: %lld is out of range for int32", (long long)value);
     cs_elementwise_plan p;
@@ -96,24 +98,30 @@ static void row_major_iter(cs_iter *it, const cs_tensor *t)
     }
 }
 
-cs_status cs_rand(cs_tensor *t, uint64_t seed)
+/* rand and randn: a counter-based generator numbering elements in row-major order */
+static cs_status random_fill(cs_tensor *t, uint64_t seed, int op, const char *what)
 {
-    cs_status st = cs_check_usable(t, "rand");
+    cs_status st = cs_check_usable(t, what);
     if (st) return st;
+    if ((st = cs_check_writable(t, "out"))) return st;
     if (!cs_dtype_is_float(t->dtype))
-        return cs_fail(CS_ERR_UNSUPPORTED, "rand: dtype %s is not a float dtype", cs_dtype_name(t->dtype));
+        return cs_fail(CS_ERR_UNSUPPORTED, "%s: dtype %s is not a float dtype", what, cs_dtype_name(t->dtype));
     cs_elementwise_plan p;
     ew_plan(&p, 0, t, NULL, NULL);
     row_major_iter(&p.it, t);
-    p.op = CS_EW_RAND;
+    p.op = op;
     p.seed = seed;
     return run_ew(&p, t->device);
 }
+
+cs_status cs_rand(cs_tensor *t, uint64_t seed) { return random_fill(t, seed, CS_EW_RAND, "rand"); }
+cs_status cs_randn(cs_tensor *t, uint64_t seed) { return random_fill(t, seed, CS_EW_RANDN, "randn"); }
 
 cs_status cs_arange(cs_tensor *t, double start, double step)
 {
     cs_status st = cs_check_usable(t, "arange");
     if (st) return st;
+    if ((st = cs_check_writable(t, "out"))) return st;
     const int64_t n = cs_tensor_numel(t);
     if (!cs_dtype_is_float(t->dtype) && n > 0) {
         /* integer elements are start + i * step in int64: each piece and the last element must fit */
@@ -147,6 +155,7 @@ cs_status cs_copy(cs_tensor *dst, const cs_tensor *src)
     cs_status st = cs_check_usable(dst, "copy destination");
     if (st) return st;
     if ((st = cs_check_usable(src, "copy source"))) return st;
+    if ((st = cs_check_writable(dst, "x"))) return st;
     if (!same_shape(dst, src)) return cs_fail(CS_ERR_ARGUMENT, "copy: source and destination shapes differ");
     if (cs_tensor_numel(dst) == 0) return CS_OK;
     if (dst->device == src->device) {
@@ -195,10 +204,52 @@ done:
     return st;
 }
 
+cs_status cs_flip(cs_tensor *out, const cs_tensor *x, unsigned dims)
+{
+    cs_status st = cs_check_usable(out, "out");
+    if (st) return st;
+    if ((st = cs_check_writable(out, "out"))) return st;
+    if ((st = check_pair(out, x, "x"))) return st;
+    if (cs_tensor_overlap(out, x)) return cs_fail(CS_ERR_ARGUMENT, "out: must not overlap x");
+    /* x read backwards: each flipped dim starts at its last element and steps by minus its stride
+     * (a plan may hold negative strides; tensors may not) */
+    cs_tensor back = *x;
+    for (int d = 0; d < x->ndim; d++)
+        if (dims >> d & 1u && x->shape[d] > 0) {
+            back.offset += (x->shape[d] - 1) * x->strides[d];
+            back.strides[d] = -x->strides[d];
+        }
+    cs_elementwise_plan p;
+    ew_plan(&p, 1, out, &back, NULL);
+    p.op = CS_EW_COPY;
+    p.compute = (cs_dtype_is_float(out->dtype) || cs_dtype_is_float(x->dtype)) ? CS_FLOAT64 : CS_INT64;
+    return run_ew(&p, out->device);
+}
+
+cs_status cs_where(cs_tensor *out, const cs_tensor *mask, const cs_tensor *a, const cs_tensor *b)
+{
+    cs_status st = cs_check_usable(out, "out");
+    if (st) return st;
+    if ((st = cs_check_writable(out, "out"))) return st;
+    if ((st = check_pair(out, mask, "mask")) || (st = check_pair(out, a, "a")) || (st = check_pair(out, b, "b")))
+        return st;
+    if (mask->dtype != CS_BOOL) return cs_fail(CS_ERR_ARGUMENT, "mask: expected a bool tensor, got %s", cs_dtype_name(mask->dtype));
+    if (cs_tensor_overlap(out, mask) || cs_tensor_overlap(out, a) || cs_tensor_overlap(out, b))
+        return cs_fail(CS_ERR_ARGUMENT, "out: must not overlap mask, a or b");
+    /* b everywhere, then a where the mask holds */
+    if ((st = cs_copy(out, b))) return st;
+    cs_elementwise_plan p;
+    ew_plan(&p, 2, out, mask, a);
+    p.op = CS_EW_WHERE;
+    p.compute = (cs_dtype_is_float(out->dtype) || cs_dtype_is_float(a->dtype)) ? CS_FLOAT64 : CS_INT64;
+    return run_ew(&p, out->device);
+}
+
 cs_status cs_unary(cs_tensor *out, const cs_tensor *x, cs_unary_op op)
 {
     cs_status st = cs_check_usable(out, "out");
     if (st) return st;
+    if ((st = cs_check_writable(out, "out"))) return st;
     if ((st = check_pair(out, x, "x"))) return st;
     if ((unsigned)op > CS_LOGICAL_NOT) return cs_fail(CS_ERR_ARGUMENT, "unknown unary op %d", (int)op);
     cs_elementwise_plan p;
@@ -223,6 +274,7 @@ cs_status cs_binary(cs_tensor *out, const cs_tensor *a, const cs_tensor *b, cs_b
 {
     cs_status st = cs_check_usable(out, "out");
     if (st) return st;
+    if ((st = cs_check_writable(out, "out"))) return st;
     if ((st = check_pair(out, a, "a"))) return st;
     if ((st = check_pair(out, b, "b"))) return st;
     if ((unsigned)op > CS_MIN2) return cs_fail(CS_ERR_ARGUMENT, "unknown binary op %d", (int)op);
@@ -239,6 +291,7 @@ cs_status cs_binary_scalar(cs_tensor *out, const cs_tensor *a, double s, cs_bina
 {
     cs_status st = cs_check_usable(out, "out");
     if (st) return st;
+    if ((st = cs_check_writable(out, "out"))) return st;
     if ((st = check_pair(out, a, "a"))) return st;
     if ((unsigned)op > CS_MIN2) return cs_fail(CS_ERR_ARGUMENT, "unknown binary op %d", (int)op);
     if (cs_tensor_overlap(out, a) == 2) return cs_fail(CS_ERR_ARGUMENT, "out: overlaps the input partially");
@@ -261,6 +314,7 @@ cs_status cs_reduce(cs_tensor *out, const cs_tensor *x, int dim, cs_reduce_op op
 {
     cs_status st = cs_check_usable(out, "out");
     if (st) return st;
+    if ((st = cs_check_writable(out, "out"))) return st;
     if ((st = cs_check_usable(x, "x"))) return st;
     if (x->device != out->device) return cs_fail(CS_ERR_ARGUMENT, "out: expected a tensor on x's device");
     if ((unsigned)op > CS_REDUCE_MIN) return cs_fail(CS_ERR_ARGUMENT, "unknown reduction %d", (int)op);

@@ -43,6 +43,19 @@ CS_HD double cs_uniform(uint64_t index, uint64_t seed, int is_double)
     return (double)(c[0] >> 8) * (1.0 / 16777216.0);
 }
 
+/* Standard normal for element `index` under `seed`: the Box-Muller transform of two 53-bit uniforms
+ * from one Philox block whose counter differs from cs_uniform's (word 2 is 1), so that rand and randn
+ * of one seed are independent. */
+CS_HD double cs_normal(uint64_t index, uint64_t seed)
+{
+    uint32_t c[4] = { (uint32_t)index, (uint32_t)(index >> 32), 1u, 0u };
+    cs_philox4x32(c, (uint32_t)seed, (uint32_t)(seed >> 32));
+    const uint64_t a = (((uint64_t)c[0] << 32) | c[1]) >> 11, b = (((uint64_t)c[2] << 32) | c[3]) >> 11;
+    const double u1 = ((double)a + 1.0) * (1.0 / 9007199254740992.0); /* in (0, 1]: log(u1) is finite */
+    const double u2 = (double)b * (1.0 / 9007199254740992.0);
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
 CS_HD double cs_unary_double(int op, double a)
 {
     switch (op) {

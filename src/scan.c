@@ -36,6 +36,7 @@ static cs_status check_scan_args(const cs_tensor *out, const cs_tensor *x, int d
     if ((st = cs_check_usable(x, "x"))) return st;
     if ((st = cs_check_usable(out, "out"))) return st;
     if (mask && (st = cs_check_usable(mask, "mask"))) return st;
+    if ((st = cs_check_writable(out, "out"))) return st;
     char a[128], b[128];
     if (op != CS_SCAN_SUM && op != CS_SCAN_PROD) return cs_fail(CS_ERR_ARGUMENT, "op: unknown scan op %d", (int)op);
     if (dim < 0 || dim >= x->ndim)

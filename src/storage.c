@@ -155,7 +155,7 @@ cs_status cs_storage_new(cs_storage **out, cs_device device, size_t bytes)
             if (st) return st;
         }
     }
-    cs_storage *s = malloc(sizeof *s);
+    cs_storage *s = calloc(1, sizeof *s);
     if (!s) {
         if (device == CS_CPU) free(data);
         else cs_cuda_free(data);
@@ -174,6 +174,11 @@ cs_status cs_storage_new(cs_storage **out, cs_device device, size_t bytes)
 void cs_storage_release(cs_storage *s)
 {
     if (!s || --s->refcount > 0) return;
+    if (s->release) { /* memory owned elsewhere (external.c), never counted in held_bytes */
+        s->release(s->release_ctx);
+        free(s);
+        return;
+    }
     if (s->device == CS_CPU) {
         if (!host_cache_put(s->data, s->block_bytes)) free(s->data);
     } else {

@@ -125,6 +125,18 @@ cs_status cs_check_usable(const cs_tensor *t, const char *what)
     return CS_OK;
 }
 
+/* An expanded view (a dim of size > 1 and stride 0) reads one element in many places; writing
+ * through it would write one address many times, racing between threads (PyTorch refuses it too). */
+cs_status cs_check_writable(const cs_tensor *t, const char *what)
+{
+    for (int d = 0; d < t->ndim; d++)
+        if (t->shape[d] > 1 && t->strides[d] == 0)
+            return cs_fail(CS_ERR_ARGUMENT,
+                           "%s: cannot write into an expanded view (dim %d of size %lld has stride 0, so its elements "
+                           "share memory); write into a copy (clone()) instead", what, d + 1, (long long)t->shape[d]);
+    return CS_OK;
+}
+
 cs_status cs_as_strided(cs_tensor **out, const cs_tensor *base, int ndim, const int64_t *shape,
                         const int64_t *strides, int64_t offset)
 {
@@ -196,6 +208,12 @@ void *cs_tensor_host_data(const cs_tensor *t)
 {
     if (t->released || t->device != CS_CPU) return NULL;
     return t->storage->data;
+}
+
+void *cs_tensor_data(const cs_tensor *t)
+{
+    if (t->released) return NULL;
+    return cs_tensor_ptr(t);
 }
 
 void *cs_tensor_ptr(const cs_tensor *t)

@@ -72,14 +72,25 @@ local function read_dims(p, read, shape, strides, d, nd, off)
   return t
 end
 
--- x:totable(): a nested Lua table of the values (booleans for bool tensors; int64 values as Lua
--- numbers, exact up to 2^53). A 0-d tensor gives its value.
-function data.totable(x)
-  core.check_tensor(x, "totable", "x")
+local function read_raw_int64(p, i) return p[i] end
+local EXACT_OPTS = { exact = true }
+
+-- The reader of a dtype under totable's and item's options: {exact = true} keeps int64 values as
+-- int64_t cdata, which hold every value (Lua numbers are exact up to 2^53 only).
+local function reader(dtype, opts, fname)
+  if opts == nil then return READ[dtype] end
+  core.check_opts(opts, EXACT_OPTS, fname)
+  if core.check_bool_opt(opts.exact, fname, "exact") and dtype == I64 then return read_raw_int64 end
+  return READ[dtype]
+end
+
+-- x:totable([{exact = true}]): a nested Lua table of the values (booleans for bool tensors; int64
+-- values as Lua numbers, exact up to 2^53, or int64_t cdata with exact). A 0-d tensor gives its value.
+function data.totable(x, opts)
+  local read = reader(core.dtype_of(core.check_tensor(x, "totable", "x")), opts, "totable")
   local h = on_host(x, "totable")
   local hh = core.check_tensor(h, "totable", "x")
   local dtype = core.dtype_of(hh)
-  local read = READ[dtype]
   local nd = core.ndim_of(hh)
   local out
   if nd == 0 then
@@ -92,8 +103,6 @@ function data.totable(x)
   keep(h)
   return out
 end
-
-local function read_raw_int64(p, i) return p[i] end
 
 -- Element values in row-major order as a flat Lua array (for comparisons and printing). With
 -- raw, int64 values stay int64 cdata (exact).
@@ -139,9 +148,10 @@ function data.flat(x, fname, raw)
   return out
 end
 
--- x:item(): the value of a one-element tensor.
-function data.item(x)
+-- x:item([{exact = true}]): the value of a one-element tensor (an int64_t cdata for int64 with exact).
+function data.item(x, opts)
   local xh = core.check_tensor(x, "item", "x")
+  local read = reader(core.dtype_of(xh), opts, "item")
   local n = core.numel_of(xh)
   if n ~= 1 then
     raise(format("item: x: expected a tensor of one element, got %d elements (shape %s)", n,
@@ -151,7 +161,7 @@ function data.item(x)
   local hh = core.check_tensor(h, "item", "x")
   local dtype = core.dtype_of(hh)
   -- the single element sits at the offset whatever the strides are
-  local v = READ[dtype](read_ptr(hh, dtype), 0)
+  local v = read(read_ptr(hh, dtype), 0)
   keep(h)
   return v
 end

@@ -68,6 +68,17 @@ local ENTRIES = {
       the same numbers on every run. float32 or float64.]],
     [[dtype other than float32 or float64; a seed that is not a non-negative integer; shape errors
       as for cs.zeros.]] },
+  { "Constructors", { "cs.randn" }, "cs.randn(shape[, opts])",
+    [[Standard normal random numbers (mean 0, variance 1) by the Box-Muller transform of the
+      counter-based generator of cs.rand, on a stream of its own. opts = {seed=, dtype=, device=}
+      as for cs.rand: with a seed the same values on either device (up to the rounding of the
+      device's log and cos); without one the next seed of the module's generator. float32 or
+      float64.]],
+    [[As for cs.rand.]] },
+  { "Constructors", { "cs.empty" }, "cs.empty(shape[, opts])",
+    [[A new tensor whose elements are not set (they hold whatever the memory held); shape and opts
+      as for cs.zeros. For outputs that are written in full before they are read.]],
+    [[As for cs.zeros.]] },
   { "Constructors", { "cs.manual_seed" }, "cs.manual_seed(n)",
     [[Restarts the module's random generator at seed n, so the unseeded cs.rand calls that follow
       repeat.]],
@@ -91,8 +102,8 @@ local ENTRIES = {
       the identity of float sums, so a sum of -0.0 is -0.0. Integer sums wrap around on overflow.
       The result is bit-identical from run to run.]],
     [[dim out of range, zero or fractional; a mask of another shape, dtype or device; out of another
-      shape, dtype or device, or out overlapping x other than being x itself; an unsupported dtype
-      pair; an unknown option; not enough memory.]] },
+      shape, dtype or device, an expanded view (x:expand), or out overlapping x other than being x
+      itself; an unsupported dtype pair; an unknown option; not enough memory.]] },
   { "Scans", { "cs.cumprod", "x:cumprod" }, "cs.cumprod(x, dim[, opts]) / x:cumprod(dim[, opts])",
     [[The cumulative product of x along dim, with the options of cs.cumsum; the identity is 1
       (masked-out elements contribute 1, an exclusive scan starts from 1). Integer products wrap
@@ -137,15 +148,33 @@ local ENTRIES = {
   { "Queries", { "x.device" }, "x.device", [[The device name, "cpu" or "cuda". Read-only.]] },
   { "Queries", { "x:is_contiguous" }, "x:is_contiguous()",
     [[true when x's elements are packed in row-major order (views such as transposes are not).]] },
-  { "Queries", { "x:totable" }, "x:totable()",
+  { "Queries", { "x:totable" }, "x:totable([opts])",
     [[A nested Lua table of x's values (booleans for a bool tensor; int64 values as Lua numbers,
-      exact up to 2^53); a 0-d tensor gives its value. Copies from the device when x is on CUDA.]] },
-  { "Queries", { "x:item" }, "x:item()",
-    [[The value of a one-element tensor as a Lua number (or boolean).]],
-    [[x has other than one element.]] },
+      exact up to 2^53, or with opts = {exact = true} as int64_t cdata, exact for every value); a 0-d
+      tensor gives its value. Copies from the device when x is on CUDA.]],
+    [[An unknown option; exact that is not a boolean.]] },
+  { "Queries", { "x:item" }, "x:item([opts])",
+    [[The value of a one-element tensor as a Lua number (or boolean). With opts = {exact = true},
+      an int64 tensor gives an int64_t cdata, exact beyond 2^53.]],
+    [[x has other than one element; an unknown option.]] },
   { "Queries", { "tostring" }, "tostring(x) / print(x)",
-    [[The values, then a line such as [cuscan float32 tensor 2x3, cuda]. Tensors of more than 1000
-      elements show their corners with ... as numpy does.]] },
+    [[The values, then a line such as [cuscan float32 tensor 2x3, cuda]. float32 values show 4
+      digits after the point (or in scientific notation when their magnitudes call for it); float64
+      values at least 4 and as many more as make each value read back as itself, so values that
+      differ print differently (0.1 + 0.2 shows as 0.30000000000000004); int64 values exactly.
+      Tensors of more than 1000 elements show their corners with ... as numpy and torch do.
+      cs.set_printoptions changes these settings.]] },
+  { "Queries", { "cs.set_printoptions" }, "cs.set_printoptions(opts)",
+    [[Printing settings, as torch.set_printoptions: opts = {precision=, threshold=, edgeitems=,
+      linewidth=, sci_mode=, profile=}. precision: digits after the point (or in the mantissa) of
+      every float; threshold: more elements than this are summarised with ... (default 1000;
+      math.huge never); edgeitems: entries kept at each end of a summarised dim (3); linewidth:
+      characters per line (80); sci_mode: true or false forces scientific notation on or off, and
+      as in torch every call without it returns to the automatic choice; profile: "default",
+      "short" or "full" first resets every setting to that profile (default: automatic precision).
+      Settings not named keep their values.]],
+    [[An unknown option or profile; a precision outside 0..99, an edgeitems or linewidth below 1,
+      a negative threshold; a sci_mode that is not a boolean.]] },
 
   { "Views and copies", { "x:transpose" }, "x:transpose(d1, d2)",
     [[A view of x with dims d1 and d2 swapped, sharing x's storage.]],
@@ -186,6 +215,32 @@ local ENTRIES = {
       use of x is an error.]] },
   { "Views and copies", { "x:is_freed" }, "x:is_freed()",
     [[true once x:free() has released x's storage, else false.]] },
+  { "Views and copies", { "x:permute" }, "x:permute(dims...)",
+    [[A view of x with its dims in the order given, as separate numbers or one table:
+      x:permute(2, 1) or x:permute({3, 1, 2}), a permutation of 1..x:dim() (negative dims count from
+      the end). Dim i of the result is dim dims[i] of x.]],
+    [[Not as many dims as x has; a dim out of range or named twice.]] },
+  { "Views and copies", { "x:expand" }, "x:expand(sizes)",
+    [[A view of x with larger sizes, without copying: each dim of size 1 repeats to the size given
+      (its stride becomes 0), new dims may be added in front, and -1 keeps a dim's size; sizes is a
+      table or separate numbers, as in torch. Scans and element-wise ops read it like any view;
+      writing into it (as out=, by fill or copy) is an error, since its elements share memory:
+      write into x:expand(...):clone().]],
+    [[Fewer sizes than x has dims; a size that differs from a dim's size other than 1; -1 for a new
+      dim; negative sizes.]] },
+  { "Views and copies", { "x:squeeze" }, "x:squeeze([dim])",
+    [[A view of x without its dims of size 1, or without dim alone when its size is 1 (x's shape
+      otherwise, as in PyTorch).]],
+    [[dim out of range.]] },
+  { "Views and copies", { "x:unsqueeze" }, "x:unsqueeze(dim)",
+    [[A view of x with a new dim of size 1 at position dim, 1..x:dim() + 1 (negative counts from the
+      end: -1 appends a last dim).]],
+    [[dim out of range; x has 8 dims already.]] },
+  { "Views and copies", { "x:flip" }, "x:flip(dims)",
+    [[A copy of x with the order of its elements reversed along each of dims: one dim, a table of
+      dims or separate numbers (x:flip(1), x:flip({1, 2})). A copy, as in PyTorch: views have
+      strides >= 0. (A scan with reverse = true scans from the end without one.)]],
+    [[A dim out of range or named twice.]] },
 
   { "Element-wise", { "x:add" }, "x:add(y) / x + y",
     [[Element-wise sum; y is a tensor or a number. Shapes broadcast as in numpy; dtypes promote as in
@@ -239,11 +294,17 @@ local ENTRIES = {
   { "Element-wise", { "x:fill" }, "x:fill(v)",
     [[Sets every element of x to v in place (through a view, the viewed elements); returns x. An
       integer dtype takes v truncated toward zero.]],
-    [[v is not a number or boolean, or is NaN, inf or beyond the range of x's integer dtype.]] },
+    [[v is not a number or boolean, or is NaN, inf or beyond the range of x's integer dtype; x is an
+      expanded view.]] },
   { "Element-wise", { "x:copy" }, "x:copy(y)",
     [[Sets x's elements to y's in place (y of any dtype and device, broadcasting to x's shape,
       converted as x:to converts); returns x.]],
-    [[y's shape does not broadcast to x's.]] },
+    [[y's shape does not broadcast to x's; x is an expanded view.]] },
+  { "Element-wise", { "cs.where" }, "cs.where(mask, a, b)",
+    [[A new tensor holding a where the bool tensor mask is true and b where it is false. a and b
+      are tensors on mask's device, numbers or booleans; the three broadcast to one shape, and the
+      dtype is a's and b's promoted as for x:add (two numbers give float32).]],
+    [[mask is not a bool tensor; tensors on different devices; shapes that do not broadcast.]] },
   { "Element-wise", { "cs.cat" }, "cs.cat(list, dim)",
     [[The tensors of list (one device; shapes equal except along dim) joined along dim (default 1),
       in the promoted dtype.]],
@@ -262,6 +323,57 @@ local ENTRIES = {
   { "Reductions", { "x:min" }, "x:min([dim])",
     [[The smallest element (a Lua number) or the smallest along dim; NaN propagates.]],
     [[dim out of range.]] },
+
+  { "Files", { "cs.save" }, "cs.save(path, x[, opts])",
+    [[Writes x to the file at path, in the format its extension names (.npy, .csv, .txt) or
+      opts.format ("npy", "csv" or "txt"). .npy: NumPy's format (1.0, or 2.0 for a very large
+      header), any dtype and shape, readable by numpy.load. .csv and .txt: 1-d (one value a line)
+      and 2-d tensors, one row a line, separated by opts.delimiter ("," for .csv, " " for .txt);
+      floats with the fewest digits that read back as the same value (float64 bit for bit), nan,
+      inf and -inf; integers exactly; bool as 1 and 0; opts.header, a line or a list of column
+      names, goes first. The file is written under a temporary name beside path and renamed over
+      path when complete, so a failed save leaves no partial file under path.]],
+    [[path without a known extension and no format; an option the format does not take; .csv or
+      .txt of a tensor that is not 1-d or 2-d; a header of the wrong length; the file cannot be
+      written (the message names path and the reason).]] },
+  { "Files", { "cs.load" }, "cs.load(path[, opts])",
+    [[The tensor in the file at path, the format from its extension or opts.format; opts.device
+      places it (the default device unless named). .npy: format versions 1.0, 2.0 and 3.0; <f4,
+      <f8, <i4, <i8 and |b1 (big-endian data is converted); C or Fortran order (a Fortran array
+      comes back as a column-major view, as numpy loads it); 0-d and empty arrays. opts.mmap = true
+      maps the file copy-on-write instead of reading it: a CPU tensor whose pages load from the
+      file when touched, so a file larger than memory can be scanned in pieces with narrow; writes
+      to it stay in memory and never reach the file (and shrinking the file while it is mapped
+      makes reads of the lost pages fault, as with any memory map). .csv and .txt: one row a line, fields
+      separated by opts.delimiter ("," for .csv, runs of spaces and tabs for .txt), lines
+      starting with # skipped; a file of one column gives a 1-d tensor, any other rows x columns;
+      opts.dtype, float64 by default; with opts.header = true the first line names the columns
+      and the names come back as a second result.]],
+    [[A missing, unreadable or malformed file, each naming the file and the problem: no permission,
+      a directory, bad magic, truncated data, a header whose shape does not match the data, a shape
+      that overflows, an unsupported dtype (such as float16, complex or object), a value that is
+      not a number, rows of different lengths; mmap of big-endian data or with a device other than
+      "cpu"; an option the format does not take.]] },
+
+  { "Sharing memory", { "x:data_ptr" }, "x:data_ptr()",
+    [[The address of x's first element as a void * cdata (a device pointer when x is on CUDA), for
+      C code called through the FFI; element i of dim d lies x:stride(d) elements further along.
+      Valid while x (or another view of its storage) lives: keep x referenced while the pointer is
+      used. NULL for a tensor of no elements.]] },
+  { "Sharing memory", { "x:to_dlpack" }, "x:to_dlpack()",
+    [[A DLManagedTensor * (DLPack 0.8 and later) describing x without a copy: its data, shape,
+      strides (in elements), dtype (bool as kDLBool) and device (kDLCPU or kDLCUDA device 0). It
+      keeps x's storage alive until its deleter is called, which whoever takes it (cs.from_dlpack,
+      a C library) must do exactly once; one that is never handed on leaks x's storage. Waits for
+      queued CUDA work, so a consumer on another stream sees x's values.]] },
+  { "Sharing memory", { "cs.from_dlpack" }, "cs.from_dlpack(ptr)",
+    [[A tensor over the memory of a DLManagedTensor * (ptr, any pointer cdata to one), without a
+      copy, taking ptr over: its deleter is called once the tensor and every view of it are gone.
+      CPU, CUDA host and CUDA device 0 memory; float32, float64, int32, int64 and bool (kDLBool);
+      strides >= 0 (NULL strides: row-major). The producer's writes must be complete, and ptr
+      must stay valid until its deleter runs (one made with ffi.new must stay referenced).]],
+    [[ptr is not a pointer or is NULL; an unsupported device, dtype (the message names it), lanes
+      or negative stride; more than 8 dims. On an error ptr remains the caller's, not deleted.]] },
 
   { "Checking results", { "cs.allclose" }, "cs.allclose(a, b[, opts])",
     [[true when every element satisfies |a - b| <= atol + rtol * |b| (numpy's rule), with
@@ -314,7 +426,7 @@ local ENTRIES = {
 }
 
 local GROUPS = { "Devices", "Constructors", "Scans", "Queries", "Views and copies", "Element-wise",
-                 "Reductions", "Checking results", "Timing", "Module", "REPL" }
+                 "Reductions", "Files", "Sharing memory", "Checking results", "Timing", "Module", "REPL" }
 
 -- The names each function takes in its opts table, by entry key (the REPL completes them;
 -- spec/repl_spec.lua checks them against what each function accepts).

@@ -22,6 +22,7 @@ require("cuscan.tensor")
 local data = require("cuscan.data")
 local ops = require("cuscan.ops")
 local scan = require("cuscan.scan")
+local verbs = require("cuscan.verbs")
 
 local C = core.C
 local raise, describe, format = core.raise, core.describe, string.format
@@ -97,6 +98,12 @@ function cs.ones(shape, opts)
   return t
 end
 
+-- cs.empty(shape[, opts]): a new tensor whose elements are not set (whatever the memory held).
+function cs.empty(shape, opts)
+  local dtype, dev = ctor_opts(opts, CTOR_OPTS, "empty")
+  return new_tensor(shape, dtype or F32, dev, "empty")
+end
+
 function cs.full(shape, value, opts)
   local dtype, dev = ctor_opts(opts, CTOR_OPTS, "full")
   if dtype == nil then dtype = type(value) == "boolean" and BOOL or F32 end
@@ -141,19 +148,26 @@ function cs.manual_seed(seed)
   gen[0] = check_seed(seed, "manual_seed")
 end
 
--- cs.rand(shape[, {seed=, dtype=, device=}]): uniform numbers in [0, 1). With a seed, the same
--- tensor on either device (Philox keyed by the seed, counting elements in row-major order).
-function cs.rand(shape, opts)
-  local dtype, dev = ctor_opts(opts, RAND_OPTS, "rand")
+-- A float tensor filled by a seeded generator of the C core (cs_rand, cs_randn).
+local function random_tensor(shape, opts, fname, fill)
+  local dtype, dev = ctor_opts(opts, RAND_OPTS, fname)
   dtype = dtype or F32
   if dtype ~= F32 and dtype ~= F64 then
-    raise(format("rand: dtype: expected float32 or float64, got %s", core.DTYPE_NAME[dtype]))
+    raise(format("%s: dtype: expected float32 or float64, got %s", fname, core.DTYPE_NAME[dtype]))
   end
-  local seed = (opts and opts.seed ~= nil) and check_seed(opts.seed, "rand") or next_seed()
-  local t = new_tensor(shape, dtype, dev, "rand")
-  core.call("rand", C.cs_rand, core.check_tensor(t, "rand", "x"), seed)
+  local seed = (opts and opts.seed ~= nil) and check_seed(opts.seed, fname) or next_seed()
+  local t = new_tensor(shape, dtype, dev, fname)
+  core.call(fname, fill, core.check_tensor(t, fname, "out"), seed)
   return t
 end
+
+-- cs.rand(shape[, {seed=, dtype=, device=}]): uniform numbers in [0, 1). With a seed, the same
+-- tensor on either device (Philox keyed by the seed, counting elements in row-major order).
+function cs.rand(shape, opts) return random_tensor(shape, opts, "rand", C.cs_rand) end
+
+-- cs.randn(shape[, {seed=, dtype=, device=}]): standard normal numbers (Box-Muller over the same
+-- counter-based generator as cs.rand, on a stream of its own).
+function cs.randn(shape, opts) return random_tensor(shape, opts, "randn", C.cs_randn) end
 
 -- cs.arange(n[, opts]) gives 0, 1, ..., n-1; cs.arange(start, stop[, step][, opts]) gives
 -- start, start+step, ... up to but not including stop, as numpy and torch do. float32 by default.
@@ -203,6 +217,15 @@ cs.force_family = scan.force_family
 cs.cat = ops.cat
 cs.allclose = ops.allclose
 cs.max_abs_diff = ops.max_abs_diff
+cs.where = verbs.where
+cs.from_dlpack = require("cuscan.dlpack").from_dlpack
+cs.set_printoptions = require("cuscan.format").set_printoptions
+
+local files = require("cuscan.files")
+
+-- cs.save(path, x[, opts]) and cs.load(path[, opts]): .npy, .csv and .txt files (cuscan.files).
+cs.save = files.save
+function cs.load(path, opts) return files.load(path, opts, core.DEVICE_NAME[default_dev]) end
 
 function cs.is_tensor(v) return core.is_tensor(v) end
 

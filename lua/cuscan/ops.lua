@@ -104,6 +104,8 @@ local function with_number(dt, v)
   return F32
 end
 
+ops.with_number = with_number
+
 local function scalar_of(v, fname, argname)
   local t = type(v)
   if t == "number" then return v end

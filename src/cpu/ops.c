@@ -39,6 +39,14 @@ static void ew_range(const cs_elementwise_plan *p, int64_t begin, int64_t end)
         case CS_EW_RAND:
             cs_store_double(p->ptr[0], od, off[0], cs_uniform((uint64_t)i, p->seed, od == CS_FLOAT64));
             break;
+        case CS_EW_RANDN:
+            cs_store_double(p->ptr[0], od, off[0], cs_normal((uint64_t)i, p->seed));
+            break;
+        case CS_EW_WHERE:
+            if (!((const uint8_t *)p->ptr[1])[off[1]]) break;
+            if (is_float) cs_store_double(p->ptr[0], od, off[0], cs_load_double(p->ptr[2], bd, off[2]));
+            else cs_store_int(p->ptr[0], od, off[0], cs_load_int(p->ptr[2], bd, off[2]));
+            break;
         case CS_EW_ARANGE:
             if (is_float) cs_store_double(p->ptr[0], od, off[0], p->scalar + (double)i * p->scalar2);
             else cs_store_int(p->ptr[0], od, off[0], (int64_t)p->scalar + i * (int64_t)p->scalar2);
