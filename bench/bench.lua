@@ -12,7 +12,8 @@ do
   local i = 1
   while i <= #arg do
     local a = arg[i]
-    if a == "--csv" or a == "--only" or a == "--reps" or a == "--device" then
+    if a == "--families" then opts.families = true
+    elseif a == "--csv" or a == "--only" or a == "--reps" or a == "--device" then
       opts[a:sub(3)] = arg[i + 1]
       i = i + 1
     elseif a == "--no-torch" then opts.no_torch = true
@@ -158,10 +159,18 @@ if on_cuda then
     { "f32 transposed 16384^2 dim1", function()
         return cs.rand({ 16384, 16384 }, { seed = 22 }):transpose(1, 2) end, 1 },
     { "f32 masked 1x2^28 dim2", function() return cs.rand({ 1, 2 ^ 28 }, { seed = 23 }) end, 2, masked = true },
+    { "f32 2^22x16 dim2", function() return cs.rand({ 2 ^ 22, 16 }, { seed = 24 }) end, 2 },
+    { "f32 2^15x2048 dim2", function() return cs.rand({ 2 ^ 15, 2048 }, { seed = 25 }) end, 2 },
+    { "f64 2^21x16 dim2", function() return cs.rand({ 2 ^ 21, 16 }, { seed = 26, dtype = "float64" }) end, 2 },
+    { "f32 16x2^22 dim1", function() return cs.rand({ 16, 2 ^ 22 }, { seed = 27 }) end, 1 },
+    { "f32 64x4096x256 dim2", function() return cs.rand({ 64, 4096, 256 }, { seed = 28 }) end, 2 },
+    { "f32 2^16x1024 dim1", function() return cs.rand({ 2 ^ 16, 1024 }, { seed = 29 }) end, 1 },
+    { "f32 128x4000 dim2", function() return cs.rand({ 128, 4000 }, { seed = 30 }) end, 2 },
   }
 end
 local case_results = {}
 local SIZE = { float32 = 4, float64 = 8, int32 = 4, int64 = 8, bool = 1 }
+local function copy_gbs_of(copy_ms, n, dtype) return 2 * n * SIZE[dtype] / copy_ms / 1e6 end
 for _, case in ipairs(CASES) do
   if not opts.only or case[1]:find(opts.only, 1, true) then
     local x = case[2]()
@@ -177,8 +186,21 @@ for _, case in ipairs(CASES) do
     copy_ms = math.min(copy_ms, copy_time())
     local bytes = n * (SIZE[x.dtype] + SIZE[out.dtype]) + (mask and n or 0)
     local copy_gbs = 2 * n * SIZE[x.dtype] / copy_ms / 1e6
+    -- the same case through each kernel family that can take it (with --families)
+    local by_family = {}
+    if opts.families then
+      for _, fam in ipairs({ "rows", "columns", "slabs" }) do
+        cs.force_family(fam)
+        if cs.explain(x, case[3], { dtype = case.dtype, mask = mask, out = out }):match("^cuda " .. fam .. "/") then
+          local fms = math.min(time_ms(fn, opts.reps), time_ms(fn, opts.reps))
+          by_family[#by_family + 1] = ("%s %.1f%%"):format(fam, 100 * bytes / fms / 1e6 / copy_gbs_of(copy_ms, n, x.dtype))
+        end
+      end
+      cs.force_family(nil)
+    end
     case_results[#case_results + 1] = { name = case[1], ms = ms, copy_ms = copy_ms, gbs = bytes / ms / 1e6,
-      frac = bytes / ms / 1e6 / copy_gbs, plan = cs.explain(x, case[3], { dtype = case.dtype, mask = mask, out = out }) }
+      frac = bytes / ms / 1e6 / copy_gbs, plan = cs.explain(x, case[3], { dtype = case.dtype, mask = mask, out = out }),
+      families = table.concat(by_family, ", ") }
     x, y, mask, out = nil, nil, nil, nil
     collectgarbage()
     collectgarbage()
@@ -293,6 +315,7 @@ if #case_results > 0 then
   print(string.format("\n%-28s %9s %9s %8s %7s  %s", "case (cumsum)", "ms", "copy ms", "GB/s", "%floor", "plan"))
   for _, r in ipairs(case_results) do
     print(string.format("%-28s %9.4f %9.4f %8.0f %6.1f%%  %s", r.name, r.ms, r.copy_ms, r.gbs, 100 * r.frac, r.plan))
+    if r.families ~= "" then print(string.format("%-28s forced: %s", "", r.families)) end
   end
 end
 print(string.format("host time to launch one scan from Lua (128x4000, asynchronous): %.2f us (target <= 10 us)", host_us))

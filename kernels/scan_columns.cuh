@@ -15,6 +15,13 @@
 
 namespace cuscan {
 
+// Rows a thread holds: fewer when two 4-byte columns a lane accumulate in 8 bytes (registers).
+template <class S, int CV>
+constexpr int col_max_rows()
+{
+    return CV > 1 && sizeof(typename S::AccT) > sizeof(typename S::InT) ? S::P::kColMaxRowsWideAcc : S::P::kColMaxRows;
+}
+
 struct ColumnsArgs {
     const void *x;
     const unsigned char *mask;
@@ -43,7 +50,7 @@ struct ColumnUnitScan {
     using OutT = typename S::OutT;
     using Op = typename S::Op;
     static constexpr int WARPS = S::P::kColWarps;
-    static constexpr int MAX_ROWS = S::P::kColMaxRows;
+    static constexpr int MAX_ROWS = col_max_rows<S, CV>();
     static constexpr int THREADS = WARPS * kWarp;
 
     struct Regs {

@@ -135,7 +135,7 @@ inline Family choose_family(const cs_scan_plan *p, size_t in_size, size_t out_si
     if (p->flat_inner == 1) {
         const bool packed_vectors = p->len % vec == 0 && aligned(p->x, 16) && aligned(p->out, 16) &&
                                     (!p->mask || aligned(p->mask, vec));
-        return packed_vectors ? kRowsFamily : kSlabsFamily;
+        return packed_vectors && p->len >= P::kRowsMinLen ? kRowsFamily : kSlabsFamily;
     }
     if ((int64_t)in_size * p->flat_inner >= P::kColumnsMinInnerBytes && p->len >= P::kColumnsMinLen)
         return kColumnsFamily;
@@ -239,16 +239,17 @@ cs_status launch_columns(const cs_scan_plan *p, cudaStream_t stream, Report &rep
             if (p->outer.strides[o][d] % CV != 0) vec = false;
     }
     const int cv = vec ? CV : 1;
+    const int max_rows = vec ? col_max_rows<S, CV>() : col_max_rows<S, 1>();
     // rows per warp and warps across: tall units for long columns, wide ones for short columns
     int warps_down = 1;
-    while (warps_down < P::kColWarps && (int64_t)warps_down * P::kColMaxRows < p->len) warps_down *= 2;
+    while (warps_down < P::kColWarps && (int64_t)warps_down * max_rows < p->len) warps_down *= 2;
     int warps_across = P::kColWarps / warps_down;
     while (warps_across > 1 && 32 * cv * (warps_across / 2) >= p->inner) {
         warps_across /= 2;
         warps_down *= 2;
     }
     const int64_t rpw64 = (p->len + warps_down - 1) / warps_down;
-    const int rpw = (int)(rpw64 < P::kColMaxRows ? rpw64 : P::kColMaxRows);
+    const int rpw = (int)(rpw64 < max_rows ? rpw64 : max_rows);
 
     ColumnsArgs a;
     a.x = p->x;
@@ -374,21 +375,25 @@ cs_status launch_slabs(const cs_scan_plan *p, cudaStream_t stream, Report &rep, 
     a.vec_out = aligned(p->out, 16) && (!blocked || (inner % VOUT == 0 && width % VOUT == 0));
     a.div_width_in = FastDiv((unsigned)(width / VIN > 0 ? width / VIN : 1));
     a.div_width_out = FastDiv((unsigned)(width / VOUT > 0 ? width / VOUT : 1));
+    // the next tile's loads ride in registers while a tile is scanned when every tile of the launch
+    // moves in vectors (a narrower last column block would not)
+    a.prefetch = a.vec_in && (!blocked || inner % width == 0) && a.mode != kSlabLookback;
 
     static const char *mode_names[] = { "whole", "walk", "lookback" };
     snprintf(rep.family, sizeof rep.family, "slabs/%s", mode_names[a.mode]);
+    auto kernel = scan_slabs_kernel<S>;
+    static int resident;
+    unsigned grid = (unsigned)units;
+    if (a.mode != kSlabLookback) grid = persistent_grid(kernel, T::THREADS, units, &resident);
     snprintf(rep.detail, sizeof rep.detail,
-             "outer %lld, len %lld, inner %lld; tile %d rows x %d columns in %d segments of %d rows, %lld %s",
+             "outer %lld, len %lld, inner %lld; tile %d rows x %d columns in %d segments of %d rows, %lld %s, grid %u%s",
              (long long)outer, (long long)L, (long long)inner, a.rows, a.width, a.segs, a.seg_rows, (long long)units,
-             a.mode == kSlabWalk ? "strips" : "tiles");
+             a.mode == kSlabWalk ? "strips" : "tiles", grid, a.prefetch ? ", prefetch" : "");
     if (rep.emit()) return CS_OK;
     cs_status st = grid_check(units);
     if (st) return st;
     LaunchScratch<typename S::AccT> sc{};
     if ((st = launch_scratch(&sc, units, false, a.mode == kSlabLookback ? a.width : 0))) return st;
-    auto kernel = scan_slabs_kernel<S>;
-    static int resident;
-    const unsigned grid = a.mode == kSlabWhole ? (unsigned)units : persistent_grid(kernel, T::THREADS, units, &resident);
     kernel<<<grid, T::THREADS, 0, stream>>>(a, sc.vector, sc.queue);
     return cs_cuda_check(cudaGetLastError(), "scan kernel launch");
 }

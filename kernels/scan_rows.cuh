@@ -372,7 +372,10 @@ scan_line_pieces_kernel(const RowsArgs a, const PackedStatus<typename S::AccT> s
         using AccT = typename S::AccT;
         using InT = typename S::InT;
         using Op = typename S::Op;
-        constexpr int K = T::K, KEEP = K / 2;   // chunks a warp has; those held in registers
+        // chunks a warp has; those held in registers (fewer when the fold's type is wider)
+        constexpr int K = T::K;
+        constexpr int KEEP = K / (sizeof(AccT) > sizeof(InT) && sizeof(InT) == 4 ? S::P::kPieceKeepDivisorWideAcc
+                                                                                 : S::P::kPieceKeepDivisor);
         constexpr int WARPS = T::WARPS;
         const Op op;
         __shared__ typename T::Shared sh;
@@ -435,7 +438,9 @@ scan_line_pieces_kernel(const RowsArgs a, const PackedStatus<typename S::AccT> s
         };
 #pragma unroll
         for (int k = 0; k < KEEP; k++) scan_chunk(k, keep[k]);
-        T::template each_chunk<KEEP, K, 4, kLast>(a, sp, scan_chunk);   // 4 re-reads in flight at a time
+        // up to 4 re-reads in flight at a time
+        constexpr int B = (K - KEEP) % 4 == 0 ? 4 : ((K - KEEP) % 2 == 0 ? 2 : 1);
+        T::template each_chunk<KEEP, K, B, kLast>(a, sp, scan_chunk);
     }
 }
 

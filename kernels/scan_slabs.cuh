@@ -39,6 +39,7 @@ struct SlabArgs {
     int pad;                  // shared elements after every SR logical rows (keeps a warp's column walks apart)
     FastDiv div_inner, div_seg_rows, div_width_in, div_width_out;   // by inner, SR, W / VIN, W / VOUT
     int vec_in, vec_out;      // x (and mask) / out may move in 16-byte vectors
+    int prefetch;             // whole and walk tiles: load the next tile while scanning this one
     int exclusive;
     int mode;
     int64_t units;
@@ -63,7 +64,8 @@ struct SlabScan {
     using Op = typename S::Op;
     static constexpr int THREADS = P::kSlabThreads;
     static constexpr int WARPS = THREADS / kWarp;
-    static constexpr int TILE = P::kSlabStageBytes / (int)sizeof(OutT);      // elements of a full tile
+    // elements of a full tile (masked tiles are smaller: the prefetched mask needs registers too)
+    static constexpr int TILE = P::kSlabStageBytes / (S::MASKED ? P::kSlabMaskedDivisor : 1) / (int)sizeof(OutT);
     static constexpr int STAGE = TILE + 4 * THREADS + 16;                   // plus the pads
     static constexpr int VIN = 16 / (int)sizeof(InT), VOUT = 16 / (int)sizeof(OutT);
     static constexpr int MAX_COLS = (P::kSlabMaxWidth + THREADS - 1) / THREADS;  // columns a thread owns (S = 1)
@@ -134,46 +136,83 @@ struct SlabScan {
         }
     };
 
-    // Walks the tile's elements in runs of V consecutive elements of the stream where the operands
-    // allow vectors (else 1): f(global element index, cursor at its first element, count).
+    // How a tile's elements are cut into runs of the stream: a contiguous tile (whole rows) into
+    // aligned vectors of V in the middle and single elements at its two ends; a block of columns
+    // into one run per row and vector (a full block with aligned rows), or single elements.
+    template <int V>
+    struct Runs {
+        int64_t f0;             // contiguous: stream index of the tile's first element
+        int n, head, nvec, tail0;
+        int per_row, step;      // a block of columns: runs per row, elements per run
+        bool contiguous, vec;
+
+        __device__ __forceinline__ Runs(const SlabArgs &a, const SlabTile &t, bool vec_ok)
+        {
+            n = t.nrows * t.ncols;
+            contiguous = t.ncols == a.inner;
+            f0 = t.row0 * a.inner;
+            if (contiguous) {
+                head = n;
+                nvec = 0;
+                if (vec_ok) {
+                    head = (int)((V - f0 % V) % V);
+                    if (head > n) head = n;
+                    nvec = (n - head) / V;
+                }
+                tail0 = head + nvec * V;
+                vec = vec_ok;
+                per_row = step = 0;
+            } else {
+                vec = vec_ok && t.ncols == a.width;   // the last, narrower block goes element by element
+                per_row = vec ? t.ncols / V : t.ncols;
+                step = vec ? V : 1;
+                nvec = vec ? t.nrows * per_row : 0;
+                head = tail0 = 0;
+            }
+        }
+        // single elements (contiguous tiles: the two ends; blocks of columns without vectors: all)
+        __device__ __forceinline__ int singles() const { return contiguous ? head + (n - tail0) : (vec ? 0 : n); }
+        __device__ __forceinline__ int64_t single(const SlabArgs &a, const SlabTile &t, int e, int &r, int &c) const
+        {
+            if (contiguous) {
+                const int ee = e < head ? e : tail0 + (e - head);
+                r = (int)a.div_inner.div((unsigned)ee);
+                c = ee - r * t.ncols;
+                return f0 + ee;
+            }
+            r = e / t.ncols;
+            c = e - r * t.ncols;
+            return (t.row0 + r) * a.inner + t.col0 + c;
+        }
+        __device__ __forceinline__ int64_t vector(const SlabArgs &a, const SlabTile &t, const FastDiv &div_per_row,
+                                                  int i, int &r, int &c) const
+        {
+            if (contiguous) {
+                const int ee = head + i * V;
+                r = (int)a.div_inner.div((unsigned)ee);
+                c = ee - r * t.ncols;
+                return f0 + ee;
+            }
+            r = (int)div_per_row.div((unsigned)i);
+            c = (i - r * per_row) * V;
+            return (t.row0 + r) * a.inner + t.col0 + c;
+        }
+    };
+
+    // Walks the tile's runs: f(global element index, cursor at its first element, count).
     template <int V, typename F>
     __device__ __forceinline__ static void for_each_run(const SlabArgs &a, const SlabTile &t, bool vec,
-                                                        const FastDiv &div_vectors_per_row, F &&f)
+                                                        const FastDiv &div_per_row, F &&f)
     {
-        const int n = t.nrows * t.ncols;
-        if (t.ncols == a.inner) {
-            // the tile is one contiguous run of the stream: aligned vectors in the middle, single
-            // elements at its two ends
-            const int64_t f0 = t.row0 * a.inner;
-            int head = n, nvec = 0;
-            if (vec) {
-                head = (int)((V - f0 % V) % V);
-                if (head > n) head = n;
-                nvec = (n - head) / V;
-            }
-            const int tail0 = head + nvec * V;
-            for (int e = threadIdx.x; e < head + (n - tail0); e += THREADS) {
-                const int ee = e < head ? e : tail0 + (e - head);
-                const int r = (int)a.div_inner.div((unsigned)ee);
-                f(f0 + ee, Cursor(a, t, r, ee - r * t.ncols), 1);
-            }
-            for (int i = threadIdx.x; i < nvec; i += THREADS) {
-                const int ee = head + i * V;
-                const int r = (int)a.div_inner.div((unsigned)ee);
-                f(f0 + ee, Cursor(a, t, r, ee - r * t.ncols), V);
-            }
-        } else {
-            // a block of columns: each row is a run; vectors when rows and columns are aligned (a full
-            // block: the last one, narrower, goes element by element)
-            const bool full = t.ncols == a.width;
-            const bool v = vec && full;
-            const int per_row = v ? t.ncols / V : t.ncols;
-            const int step = v ? V : 1;
-            for (int i = threadIdx.x; i < t.nrows * per_row; i += THREADS) {
-                const int r = v ? (int)div_vectors_per_row.div((unsigned)i) : i / per_row;
-                const int c = (i - r * per_row) * step;
-                f((t.row0 + r) * a.inner + t.col0 + c, Cursor(a, t, r, c), step);
-            }
+        const Runs<V> g(a, t, vec);
+        int r, c;
+        for (int e = threadIdx.x; e < g.singles(); e += THREADS) {
+            const int64_t gi = g.single(a, t, e, r, c);
+            f(gi, Cursor(a, t, r, c), 1);
+        }
+        for (int i = threadIdx.x; i < g.nvec; i += THREADS) {
+            const int64_t gi = g.vector(a, t, div_per_row, i, r, c);
+            f(gi, Cursor(a, t, r, c), V);
         }
     }
 
@@ -195,6 +234,63 @@ struct SlabScan {
             }
         });
     }
+
+    // A tile's loads held in registers, issued before the previous tile is scanned so that they are
+    // in flight meanwhile (vector tiles only: at most NV vectors and one single element a thread).
+    static constexpr int NV = TILE / (THREADS * VIN) > 0 ? TILE / (THREADS * VIN) : 1;
+    struct Fetched {
+        Vec<InT, VIN> v[NV];
+        Vec<unsigned char, VIN> m[NV];
+        InT e;
+        unsigned char em;
+    };
+
+    __device__ __forceinline__ static void fetch(const SlabArgs &a, const SlabTile &t, Fetched &f)
+    {
+        const InT *x = static_cast<const InT *>(a.x);
+        const Runs<VIN> g(a, t, true);
+        int r, c;
+#pragma unroll
+        for (int j = 0; j < NV; j++) {
+            const int i = threadIdx.x + j * THREADS;
+            if (i < g.nvec) {
+                const int64_t gi = g.vector(a, t, a.div_width_in, i, r, c);
+                f.v[j] = load_vec<InT, VIN>(x + gi);
+                if constexpr (S::MASKED) f.m[j] = load_vec<unsigned char, VIN>(a.mask + gi);
+            }
+        }
+        if ((int)threadIdx.x < g.singles()) {
+            const int64_t gi = g.single(a, t, threadIdx.x, r, c);
+            f.e = x[gi];
+            if constexpr (S::MASKED) f.em = a.mask[gi];
+        }
+    }
+
+    __device__ __forceinline__ static void stage_fetched(const SlabArgs &a, const SlabTile &t, const Fetched &f, Shared &sh)
+    {
+        const Runs<VIN> g(a, t, true);
+        int r, c;
+#pragma unroll
+        for (int j = 0; j < NV; j++) {
+            const int i = threadIdx.x + j * THREADS;
+            if (i < g.nvec) {
+                g.vector(a, t, a.div_width_in, i, r, c);
+                Cursor cur(a, t, r, c);
+#pragma unroll
+                for (int k = 0; k < VIN; k++) {
+                    sh.stage[cur.index(a, t)] = staged(f.v[j].v[k], !S::MASKED || f.m[j].v[k]);
+                    cur.next(a, t);
+                }
+            }
+        }
+        if ((int)threadIdx.x < g.singles()) {
+            g.single(a, t, threadIdx.x, r, c);
+            sh.stage[Cursor(a, t, r, c).index(a, t)] = staged(f.e, !S::MASKED || f.em);
+        }
+    }
+
+    // Tiles a thread can prefetch: vector loads, and at most one single element a thread.
+    __device__ __forceinline__ static bool can_fetch(const SlabArgs &a) { return a.vec_in && a.prefetch; }
 
     __device__ __forceinline__ static void store_tile(const SlabArgs &a, const SlabTile &t, const Shared &sh)
     {
@@ -316,10 +412,10 @@ struct SlabScan {
     }
 };
 
-// Shared by the three modes: scan one staged tile. `carry_of(j)` is the prefix of the thread's j-th
-// column from the tiles before (identity when none); `totals(j, v)` receives the tile's total of the
-// j-th column on owner threads, before `join()` (block-wide) turns totals into the carries that
-// pass 2 needs. Returns after pass 2 (stage holds the outputs).
+// Shared by the three modes: scan one staged tile. After pass 1, join(tile, walk, total, carry)
+// (block-wide) turns the tile's column totals (held by the owner threads) into the prefixes each
+// thread's columns start from (the identity when nothing comes before). Returns after pass 2 (the
+// stage holds the outputs).
 template <class S, typename Join>
 __device__ __forceinline__ void scan_staged_tile(const SlabArgs &a, const SlabTile &t, typename SlabScan<S>::Shared &sh,
                                                  Join &&join)
@@ -354,10 +450,36 @@ __device__ __forceinline__ void scan_staged_tile(const SlabArgs &a, const SlabTi
         }
     }
     AccT carry[T::MAX_COLS];
-    join(w, total, carry);
+    join(t, w, total, carry);
 #pragma unroll
     for (int j = 0; j < T::MAX_COLS; j++)
         if (j < w.ncols) T::segment_outputs(a, t, sh, w.s, w.c[j], op(carry[j], seg_prefix[j]));
+}
+
+// Whole and walk modes: persistent blocks, each scanning its tiles one after another with the next
+// tile's loads in flight while the current one is scanned (no tile waits on another block). `next`
+// gives the tile after `t` (false when none); `join` is scan_staged_tile's.
+template <class S, typename Next, typename Join>
+__device__ __forceinline__ void scan_tiles(const SlabArgs &a, typename SlabScan<S>::Shared &sh, SlabTile t, Next &&next,
+                                           Join &&join)
+{
+    using T = SlabScan<S>;
+    typename T::Fetched f;
+    const bool fetching = T::can_fetch(a);
+    if (fetching) T::fetch(a, t, f);
+    for (bool more = true; more;) {
+        if (fetching) T::stage_fetched(a, t, f, sh);
+        else T::load_tile(a, t, sh);
+        __syncthreads();
+        SlabTile n;
+        more = next(t, n);
+        if (more && fetching) T::fetch(a, n, f);
+        scan_staged_tile<S>(a, t, sh, join);
+        __syncthreads();
+        T::store_tile(a, t, sh);
+        __syncthreads();   // the stage is refilled with the next tile
+        t = n;
+    }
 }
 
 template <class S>
@@ -371,61 +493,70 @@ scan_slabs_kernel(const SlabArgs a, const VectorStatus<typename S::AccT> st, con
         const Op op;
         __shared__ typename T::Shared sh;
         constexpr int NC = T::MAX_COLS;
+        int parity = 0;
 
         if (a.mode == kSlabWhole) {
-            const SlabTile t = T::tile_of(a, blockIdx.x);
-            T::load_tile(a, t, sh);
-            __syncthreads();
-            scan_staged_tile<S>(a, t, sh, [&](const typename T::Walk &, const AccT (&)[NC], AccT (&carry)[NC]) {
+            // tiles blockIdx.x, + gridDim.x, ...: independent, nothing carried
+            int64_t unit = blockIdx.x;
+            if (unit >= a.units) return;
+            scan_tiles<S>(a, sh, T::tile_of(a, unit),
+                [&](const SlabTile &, SlabTile &n) {
+                    unit += gridDim.x;
+                    if (unit >= a.units) return false;
+                    n = T::tile_of(a, unit);
+                    return true;
+                },
+                [&](const SlabTile &, const typename T::Walk &, const AccT (&)[NC], AccT (&carry)[NC]) {
 #pragma unroll
-                for (int j = 0; j < NC; j++) carry[j] = Op::identity();
-            });
-            __syncthreads();
-            T::store_tile(a, t, sh);
+                    for (int j = 0; j < NC; j++) carry[j] = Op::identity();
+                });
             return;
         }
 
-        int parity = 0;
         if (a.mode == kSlabWalk) {
             // a strip at a time, its pieces in order; the column carries wait in shared memory
-            for (int64_t strip = q.take(sh.slot, parity); strip < q.units; strip = q.take(sh.slot, parity)) {
-                for (int c = threadIdx.x; c < a.width; c += T::THREADS) sh.carry[c] = Op::identity();
-                for (int64_t piece = 0; piece < a.pieces; piece++) {
-                    const SlabTile t = T::tile_of(a, strip, piece);
-                    T::load_tile(a, t, sh);
-                    __syncthreads();
-                    scan_staged_tile<S>(a, t, sh, [&](const typename T::Walk &w, const AccT (&total)[NC], AccT (&carry)[NC]) {
+            int64_t strip = q.take(sh.slot, parity);
+            if (strip < q.units) {
+                scan_tiles<S>(a, sh, T::tile_of(a, strip, 0),
+                    [&](const SlabTile &t, SlabTile &n) {
+                        if (t.piece + 1 < a.pieces) {
+                            n = T::tile_of(a, strip, t.piece + 1);
+                            return true;
+                        }
+                        const int64_t s = q.take(sh.slot, parity);
+                        if (s >= q.units) return false;
+                        n = T::tile_of(a, s, 0);
+                        return true;
+                    },
+                    [&](const SlabTile &t, const typename T::Walk &w, const AccT (&total)[NC], AccT (&carry)[NC]) {
+                        // a strip's first piece starts from nothing
 #pragma unroll
-                        for (int j = 0; j < NC; j++) carry[j] = j < w.ncols ? sh.carry[w.c[j]] : Op::identity();
+                        for (int j = 0; j < NC; j++)
+                            carry[j] = j < w.ncols && t.piece > 0 ? sh.carry[w.c[j]] : Op::identity();
                         __syncthreads();   // every thread has read the carries before the owners move them on
                         if (w.owner)
 #pragma unroll
                             for (int j = 0; j < NC; j++)
                                 if (j < w.ncols) sh.carry[w.c[j]] = op(carry[j], total[j]);
                     });
-                    __syncthreads();
-                    T::store_tile(a, t, sh);
-                    __syncthreads();   // the stage and carries are reused by the next piece
-                }
             }
             q.finish();
             return;
         }
 
-        // look-back: one piece per unit, taken in order
-        for (int64_t unit = q.take(sh.slot, parity); unit < q.units; unit = q.take(sh.slot, parity)) {
-            const SlabTile t = T::tile_of(a, unit);
-            T::load_tile(a, t, sh);
-            __syncthreads();
-            scan_staged_tile<S>(a, t, sh, [&](const typename T::Walk &w, const AccT (&total)[NC], AccT (&carry)[NC]) {
-                strip_lookback<NC, Op>(st, unit, a.strips, t.piece == 0, w.owner, w.c, w.ncols, total, carry,
-                                       &sh.distance);
-            });
-            __syncthreads();
-            T::store_tile(a, t, sh);
-            __syncthreads();
-        }
+        // look-back: one piece per block, ids taken in order, so a block only waits on pieces that
+        // running blocks hold; a block that waits holds no loads back, and a new one starts as soon
+        // as one retires
+        const int64_t unit = q.take(sh.slot, parity);
         q.finish();
+        const SlabTile t = T::tile_of(a, unit);
+        T::load_tile(a, t, sh);
+        __syncthreads();
+        scan_staged_tile<S>(a, t, sh, [&](const SlabTile &, const typename T::Walk &w, const AccT (&total)[NC], AccT (&carry)[NC]) {
+            strip_lookback<NC, Op>(st, unit, a.strips, t.piece == 0, w.owner, w.c, w.ncols, total, carry, &sh.distance);
+        });
+        __syncthreads();
+        T::store_tile(a, t, sh);
     }
 }
 

@@ -18,6 +18,8 @@ struct TuningSm80 {
     static constexpr int kRowBytes = 128;
     static constexpr int kRowBlocksPerSm = 3;          // launch bound of the one-tile kernels
     static constexpr int kPieceScale = 4;              // line pieces hold this many tiles' bytes
+    static constexpr int kPieceKeepDivisor = 2;        // the share of a piece held in registers (1/n)
+    static constexpr int kPieceKeepDivisorWideAcc = 4; // ... when a 4-byte input accumulates in 8 bytes
     static constexpr int kMaskedLineDivisor = 2;       // masked whole-lines tiles are this much smaller
     static constexpr int kMaskedPieceDivisor = 4;      // masked line pieces are this much smaller
     static constexpr int kSegmentedMinTilesPerSm = 2;  // short packed lines share tiles only above this
@@ -26,12 +28,14 @@ struct TuningSm80 {
     // columns: units of (kColWarps / WC) x rows-per-warp rows by 32 * WC * CV columns
     static constexpr int kColWarps = 8;
     static constexpr int kColMaxRows = 32;             // rows a thread holds
+    static constexpr int kColMaxRowsWideAcc = 16;      // ... when a 4-byte input accumulates in 8 bytes
     static constexpr int kColWalkMaxRounds = 3;        // strips walk when fewer rounds than this
 
     // slabs: a tile of kSlabStageBytes (in the output type) staged in shared memory
     static constexpr int kSlabThreads = 256;
     static constexpr int kSlabStageBytes = 32 * 1024;
-    static constexpr int kSlabBlocksPerSm = 4;
+    static constexpr int kSlabBlocksPerSm = 3;            // launch bound: registers for a prefetched tile
+    static constexpr int kSlabMaskedDivisor = 2;          // masked tiles hold this much less
     static constexpr int kSlabMaxWidth = 512;          // columns of a tile whose slab pieces join up
     static constexpr int kSlabWalkMinStripsPerSm = 8;  // pieces walk their strip above this, else look back
 
@@ -39,6 +43,7 @@ struct TuningSm80 {
     // column family, packed rows of a vector-friendly length to the row family, the rest to slabs
     static constexpr int kColumnsMinInnerBytes = 2048;
     static constexpr int kColumnsMinLen = 64;
+    static constexpr int kRowsMinLen = 8192;           // shorter packed rows go to slabs
 };
 
 // Hopper (H100, H200): the values measured there.

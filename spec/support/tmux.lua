@@ -21,7 +21,10 @@ local count = 0
 -- (false unsets one). When cmd ends, the screen shows "[exited N]" with its status.
 function tmux.start(cmd, env)
   count = count + 1
-  local socket = ("cuscan-spec-%d-%d-%d"):format(os.time(), math.random(1, 1e9), count)
+  -- unique across processes too (math.random starts from one seed in every process)
+  local unique = os.tmpname()
+  os.remove(unique)
+  local socket = ("cuscan-spec-%s-%d"):format(unique:match("[^/]+$"), count)
   local script = shell.exports(env) .. " " .. cmd .. '; echo "[exited $?]"; sleep 60'
   local self = setmetatable({ socket = socket }, Session)
   local out, status = shell.sh(("tmux -L %s -f /dev/null new-session -d -s spec -x 100 -y 30 %s")
