@@ -87,6 +87,17 @@ end
 
 local info = cs.device_info()
 local date = os.date("!%Y-%m-%d")
+local csv = opts.csv and assert(io.open(opts.csv, "w"))
+if csv then
+  csv:write("device,date,dtype,masked,outer,L,inner,plan,ms,copy_ms,copy_gbs,gbs,frac_copy,torch_eager_ms,torch_compile_ms\n")
+end
+local function csv_row(c, p)
+  p = p or {}
+  csv:write(("%s,%s,%s,%s,%d,%d,%d,%s,%.5f,%.5f,%.1f,%.1f,%.4f,%s,%s\n"):format(info.name, date, c.dtype,
+    tostring(c.masked), c.outer, c.L, c.inner, c.plan, c.ms, c.copy_ms, c.copy_gbs, c.gbs, c.frac,
+    p.eager or "", p.compiled or ""))
+  csv:flush()
+end
 io.stderr:write(("grid: %d cells on %s\n"):format(#cells, info.name))
 for i, c in ipairs(cells) do
   local shape = { c.outer, c.L, c.inner }
@@ -108,6 +119,7 @@ for i, c in ipairs(cells) do
   c.plan = cs.explain(x, 2, o):match("^cuda (%S+):") or "?"
   x, y, m = nil, nil, nil
   collectgarbage()
+  if csv and opts["no-torch"] then csv_row(c) end
   if i % 20 == 0 then io.stderr:write(("grid: %d of %d\n"):format(i, #cells)) end
 end
 
@@ -189,14 +201,9 @@ print(("\n%d of %d cells at >= 90%% of copy, %d below 85%%; the lowest: %s %.1f%
 print(("%d cells where PyTorch was faster%s"):format(#slower, #slower > 0 and ":" or ""))
 for _, s in ipairs(slower) do print("  " .. s) end
 
-if opts.csv then
-  local f = assert(io.open(opts.csv, "w"))
-  f:write("device,date,dtype,masked,outer,L,inner,plan,ms,copy_ms,copy_gbs,gbs,frac_copy,torch_eager_ms,torch_compile_ms\n")
-  for _, c in ipairs(cells) do
-    local p = peers[c.name] or {}
-    f:write(("%s,%s,%s,%s,%d,%d,%d,%s,%.5f,%.5f,%.1f,%.1f,%.4f,%s,%s\n"):format(info.name, date, c.dtype,
-      tostring(c.masked), c.outer, c.L, c.inner, c.plan, c.ms, c.copy_ms, c.copy_gbs, c.gbs, c.frac,
-      p.eager or "", p.compiled or ""))
+if csv then
+  if not opts["no-torch"] then
+    for _, c in ipairs(cells) do csv_row(c, peers[c.name]) end
   end
-  f:close()
+  csv:close()
 end

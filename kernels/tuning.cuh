@@ -43,7 +43,7 @@ struct TuningSm80 {
     // column family, packed rows of a vector-friendly length to the row family, the rest to slabs
     static constexpr int kColumnsMinInnerBytes = 2048;
     static constexpr int kColumnsMinLen = 64;
-    static constexpr int kRowsMinLen = 8192;           // shorter packed rows go to slabs
+    static constexpr int kRowsMinLen = 1;              // shorter packed rows go to slabs
 };
 
 // Hopper (H100, H200): the values measured there.

@@ -9,7 +9,7 @@ require("cuscan.assertions")
 -- {outer, len, inner} shapes scanned along dim 2, per family/mode: odd and prime lengths, len 1
 -- and 2, inner 1..2000 (wide rows in column blocks), slabs longer than a tile.
 local SHAPES = {
-  ["slabs/whole"] = { { 5, 3, 7 }, { 1000, 2, 3 }, { 64, 999, 1 }, { 3, 1, 5 }, { 7, 5, 2000 }, { 33, 4, 128 },
+  ["slabs/whole"] = { { 5, 3, 7 }, { 1000, 2, 3 }, { 64, 999, 1 }, { 3, 1, 5 }, { 7, 3, 2000 }, { 33, 4, 128 },
                       { 2, 7, 1 }, { 1, 13, 1 }, { 300, 17, 2 } },
   ["slabs/walk"] = { { 3, 5000, 3 }, { 2, 20000, 1 }, { 4, 700, 600 }, { 5, 300, 64 }, { 3, 9001, 2 } },
   ["slabs/lookback"] = { { 3, 5000, 3 }, { 2, 20000, 1 }, { 4, 700, 600 }, { 1, 300, 64 }, { 1, 40000, 5 } },

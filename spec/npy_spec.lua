@@ -200,7 +200,7 @@ describe(".npy memory maps", function()
       assert.equal(H.bits(want:narrow(1, r, 16)), H.bits(piece:cumsum(2)))
     end
     -- a scan along the other dim, carried across pieces of columns
-    local carry = cs.zeros({ cols }, { dtype = "float64" })
+    local carry = cs.zeros({ cols }, { dtype = "float64", device = "cpu" })
     local by_columns = whole:cumsum(1, { dtype = "float64" })
     for r = 1, rows, 16 do
       local part = m:narrow(1, r, 16):cumsum(1, { dtype = "float64" }) + carry
