@@ -320,7 +320,7 @@ cs_status launch_slabs(const cs_scan_plan *p, cudaStream_t stream, Report &rep, 
     using OutT = typename S::OutT;
     const int sms = cs_cuda_multiprocessors();
     const int64_t L = p->len, inner = p->flat_inner, outer = p->flat_outer;
-    const int64_t tile = T::TILE;
+    const int64_t tile = T::TILE, threads = T::THREADS, sr_max = T::SR_MAX;
 
     SlabArgs a;
     memset(&a, 0, sizeof a);
@@ -330,23 +330,35 @@ cs_status launch_slabs(const cs_scan_plan *p, cudaStream_t stream, Report &rep, 
     a.outer = outer;
     a.len = L;
     a.inner = inner;
+    a.total = outer * L * inner;
     a.exclusive = p->exclusive;
     // tile shape: whole rows of at most kSlabMaxWidth columns (wider rows in column blocks), whole
-    // slabs when they fit
+    // slabs when they fit; short wide slabs take wider column blocks
     const bool pieces_forced = mode_is(force_mode, "walk") || mode_is(force_mode, "lookback");
     int64_t width = inner <= P::kSlabMaxWidth ? inner : P::kSlabMaxWidth;
-    if (inner > P::kSlabMaxWidth && L * (int64_t)P::kSlabMaxWidth <= tile && !pieces_forced) {
-        // short wide slabs: whole slabs of a wider column block
+    if (inner > P::kSlabMaxWidth && L * (int64_t)P::kSlabMaxWidth <= tile && L <= sr_max && !pieces_forced) {
         width = (tile / L) / 32 * 32;
         if (width > inner) width = inner;
     }
+    // segments: S of a column when S columns' worth fit the threads, each of at most SR_MAX rows
+    // (odd, so that the lanes of a warp walking one column SR rows apart hit different banks); a
+    // whole wide tile scans one column a thread at a time, a piece holds all its columns at once
+    auto segs_of = [&](int64_t w) { return w <= threads ? (int)(threads / w) : 1; };
+    auto row_cap = [&](int64_t w, bool whole_tile) -> int64_t {
+        const int sg = segs_of(w);
+        if (sg > 1) return (int64_t)sg * (sr_max - 1);
+        return whole_tile ? sr_max : sr_max / ((w + threads - 1) / threads);
+    };
+    const bool whole = L * width <= tile && L <= row_cap(width, true) && !pieces_forced;
+    if (!whole && width > P::kSlabMaxWidth) width = P::kSlabMaxWidth;
     a.width = (int)width;
     a.col_blocks = (inner + width - 1) / width;
-    const bool whole = L * width <= tile && !pieces_forced;
+    a.segs = segs_of(width);
     int64_t units;
     if (whole) {
         a.mode = kSlabWhole;
         int64_t k = tile / (L * width);
+        if (k * L > row_cap(width, true)) k = row_cap(width, true) / L;
         // keep enough tiles for every multiprocessor to have a few
         const int64_t want = (outer * a.col_blocks + 4 * (int64_t)sms - 1) / (4 * (int64_t)sms);
         if (k > want) k = want < 1 ? 1 : want;
@@ -354,7 +366,9 @@ cs_status launch_slabs(const cs_scan_plan *p, cudaStream_t stream, Report &rep, 
         a.rows = (int)(k * L);
         units = a.col_blocks * ((outer + k - 1) / k);
     } else {
-        a.rows = (int)(tile / width);
+        int64_t rows = tile / width;
+        if (rows > row_cap(width, false)) rows = row_cap(width, false);
+        a.rows = (int)(rows < 1 ? 1 : rows);
         a.pieces = (L + a.rows - 1) / a.rows;
         a.strips = outer * a.col_blocks;
         a.mode = a.strips >= (int64_t)P::kSlabWalkMinStripsPerSm * sms ? kSlabWalk : kSlabLookback;
@@ -363,38 +377,40 @@ cs_status launch_slabs(const cs_scan_plan *p, cudaStream_t stream, Report &rep, 
         units = a.mode == kSlabWalk ? a.strips : a.strips * a.pieces;
     }
     a.units = units;
-    a.segs = width <= T::THREADS ? (int)(T::THREADS / width) : 1;
-    a.seg_rows = (a.rows + a.segs - 1) / a.segs;
-    a.pad = ((int64_t)a.seg_rows * width) % 2 == 0 ? 1 : 0;
-    a.div_inner = FastDiv((unsigned)(inner < 0x7fffffff ? inner : 1));
-    a.div_seg_rows = FastDiv((unsigned)a.seg_rows);
+    if (a.segs > 1) {
+        int sr = (a.rows + a.segs - 1) / a.segs;
+        if (sr % 2 == 0) sr++;
+        a.seg_rows = sr;
+    } else {
+        a.seg_rows = a.rows;
+    }
+    a.div_width = FastDiv((unsigned)width);
     const bool blocked = a.col_blocks > 1;
     constexpr int VIN = T::VIN, VOUT = T::VOUT;
     a.vec_in = aligned(p->x, 16) && (!p->mask || aligned(p->mask, VIN)) &&
                (!blocked || (inner % VIN == 0 && width % VIN == 0));
-    a.vec_out = aligned(p->out, 16) && (!blocked || (inner % VOUT == 0 && width % VOUT == 0));
-    a.div_width_in = FastDiv((unsigned)(width / VIN > 0 ? width / VIN : 1));
-    a.div_width_out = FastDiv((unsigned)(width / VOUT > 0 ? width / VOUT : 1));
-    // the next tile's loads ride in registers while a tile is scanned when every tile of the launch
-    // moves in vectors (a narrower last column block would not)
-    a.prefetch = a.vec_in && (!blocked || inner % width == 0) && a.mode != kSlabLookback;
+    // out moves in vectors only where the stage was laid out for them (x in vectors)
+    a.vec_out = a.vec_in && aligned(p->out, 16) && (!blocked || (inner % VOUT == 0 && width % VOUT == 0));
 
     static const char *mode_names[] = { "whole", "walk", "lookback" };
     snprintf(rep.family, sizeof rep.family, "slabs/%s", mode_names[a.mode]);
-    auto kernel = scan_slabs_kernel<S>;
     static int resident;
-    unsigned grid = (unsigned)units;
-    if (a.mode != kSlabLookback) grid = persistent_grid(kernel, T::THREADS, units, &resident);
+    const unsigned grid = a.mode == kSlabWalk ? persistent_grid(scan_slabs_kernel<S, kSlabWalk>, T::THREADS, units, &resident)
+                                              : (unsigned)units;
     snprintf(rep.detail, sizeof rep.detail,
-             "outer %lld, len %lld, inner %lld; tile %d rows x %d columns in %d segments of %d rows, %lld %s, grid %u%s",
+             "outer %lld, len %lld, inner %lld; tile %d rows x %d columns, %d segments of %d rows, %lld %s, grid %u%s",
              (long long)outer, (long long)L, (long long)inner, a.rows, a.width, a.segs, a.seg_rows, (long long)units,
-             a.mode == kSlabWalk ? "strips" : "tiles", grid, a.prefetch ? ", prefetch" : "");
+             a.mode == kSlabWalk ? "strips" : "tiles", grid, a.vec_in ? ", vectors" : "");
     if (rep.emit()) return CS_OK;
     cs_status st = grid_check(units);
     if (st) return st;
     LaunchScratch<typename S::AccT> sc{};
     if ((st = launch_scratch(&sc, units, false, a.mode == kSlabLookback ? a.width : 0))) return st;
-    kernel<<<grid, T::THREADS, 0, stream>>>(a, sc.vector, sc.queue);
+    switch (a.mode) {
+    case kSlabWhole: scan_slabs_kernel<S, kSlabWhole><<<grid, T::THREADS, 0, stream>>>(a, sc.vector, sc.queue); break;
+    case kSlabWalk: scan_slabs_kernel<S, kSlabWalk><<<grid, T::THREADS, 0, stream>>>(a, sc.vector, sc.queue); break;
+    default: scan_slabs_kernel<S, kSlabLookback><<<grid, T::THREADS, 0, stream>>>(a, sc.vector, sc.queue); break;
+    }
     return cs_cuda_check(cudaGetLastError(), "scan kernel launch");
 }
 

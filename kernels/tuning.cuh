@@ -34,8 +34,9 @@ struct TuningSm80 {
     // slabs: a tile of kSlabStageBytes (in the output type) staged in shared memory
     static constexpr int kSlabThreads = 256;
     static constexpr int kSlabStageBytes = 32 * 1024;
-    static constexpr int kSlabBlocksPerSm = 3;            // launch bound: registers for a prefetched tile
-    static constexpr int kSlabMaskedDivisor = 2;          // masked tiles hold this much less
+    static constexpr int kSlabBlocksPerSm = 4;
+    static constexpr int kSlabSegRowsMax = 33;         // rows of a column a thread holds in registers
+    static constexpr int kSlabSegRowsMaxWide = 17;     // ... of an 8-byte output type
     static constexpr int kSlabMaxWidth = 512;          // columns of a tile whose slab pieces join up
     static constexpr int kSlabWalkMinStripsPerSm = 8;  // pieces walk their strip above this, else look back
 
