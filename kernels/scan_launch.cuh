@@ -157,7 +157,7 @@ cs_status launch_rows(const cs_scan_plan *p, cudaStream_t stream, Report &rep, c
     for (int d = 0; d < p->outer.ndim; d++)
         for (int o = 0; o < 3; o++)
             if ((o != 1 || masked) && p->outer.strides[o][d] % VEC != 0) vec = false;
-    const int64_t tile = vec ? RowTile<S, VEC, P::kRowBytes>::SIZE : RowTile<S, 1, P::kRowBytes>::SIZE;
+    const int64_t tile = vec ? RowTile<S, VEC, kOneTileBytes<S>>::SIZE : RowTile<S, 1, kOneTileBytes<S>>::SIZE;
     const int64_t big_tile = vec ? RowTile<S, VEC, kPieceBytes<P, S::MASKED>>::SIZE : RowTile<S, 1, kPieceBytes<P, S::MASKED>>::SIZE;
     const int64_t line_tile = vec ? RowTile<S, VEC, kLineTileBytes<P, S::MASKED>>::SIZE : RowTile<S, 1, kLineTileBytes<P, S::MASKED>>::SIZE;
     bool packed = unit_stride && p->outer.ndim <= 1;

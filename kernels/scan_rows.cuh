@@ -39,6 +39,13 @@ struct RowTile {
     static constexpr int SIZE = P::kRowWarps * WARP_SPAN;
 };
 
+// Input bytes a thread holds in the one-tile kernels: fewer when the fold's type is wider than the
+// input's, so that the tile and its prefixes fit the registers of three blocks an SM.
+template <class S>
+constexpr int kOneTileBytes = sizeof(typename S::AccT) > sizeof(typename S::InT) && sizeof(typename S::InT) == 4
+                                  ? S::P::kRowBytesWideAcc
+                                  : S::P::kRowBytes;
+
 template <class P, bool MASKED>
 constexpr int kPieceBytes = P::kPieceScale * P::kRowBytes / (MASKED ? P::kMaskedPieceDivisor : 1);
 template <class P, bool MASKED>
@@ -351,7 +358,7 @@ __global__ void __launch_bounds__(S::P::kRowWarps * kWarp, S::P::kRowBlocksPerSm
 scan_rows_kernel(const RowsArgs a)
 {
     if constexpr (policy_active<typename S::P>()) {
-        using T = RowTileScan<S, VEC, SEG, S::P::kRowBytes>;
+        using T = RowTileScan<S, VEC, SEG, kOneTileBytes<S>>;
         __shared__ typename T::Shared sh;
         typename T::Regs r;
         T::load(a, blockIdx.x, r);

@@ -63,7 +63,8 @@ struct SlabScan {
     using Op = typename S::Op;
     static constexpr int THREADS = P::kSlabThreads;
     static constexpr int WARPS = THREADS / kWarp;
-    static constexpr int TILE = P::kSlabStageBytes / (int)sizeof(OutT);   // elements of a full tile
+    // elements of a full tile (masked tiles are smaller: the mask's loads need registers too)
+    static constexpr int TILE = P::kSlabStageBytes / (S::MASKED ? P::kSlabMaskedDivisor : 1) / (int)sizeof(OutT);
     static constexpr int VIN = 16 / (int)sizeof(InT), VOUT = 16 / (int)sizeof(OutT);
     static constexpr int SR_MAX = sizeof(OutT) > 4 ? P::kSlabSegRowsMaxWide : P::kSlabSegRowsMax;  // rows held
     static constexpr int ITEMS = (P::kSlabMaxWidth > THREADS ? P::kSlabMaxWidth : THREADS);  // table size
@@ -117,6 +118,42 @@ struct SlabScan {
         return keep ? OutT(to_acc<AccT>(v)) : OutT(to_acc<AccT>(S::in_zero()));
     }
 
+    // Vector runs of a tile: all of a thread's loads are issued before the first is used (an
+    // unrolled loop over at most NV of them), so they are in flight together.
+    static constexpr int NV = (TILE + 2 * VIN) / (THREADS * VIN) + 1;
+
+    template <typename At>
+    __device__ __forceinline__ static void load_vectors(const SlabArgs &a, int nv, At &&at, Shared &sh)
+    {
+        const InT *x = static_cast<const InT *>(a.x);
+        Vec<InT, VIN> xv[NV];
+        Vec<unsigned char, VIN> mv[NV];
+        bool full[NV];
+#pragma unroll
+        for (int k = 0; k < NV; k++) {
+            const int i = threadIdx.x + k * THREADS;
+            const int64_t g = at(i);
+            full[k] = i < nv && g + VIN <= a.total;
+            if (full[k]) {
+                xv[k] = load_vec<InT, VIN>(x + g);
+                if constexpr (S::MASKED) mv[k] = load_vec<unsigned char, VIN>(a.mask + g);
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < NV; k++) {
+            const int i = threadIdx.x + k * THREADS;
+            OutT *dst = sh.stage + i * VIN;
+            if (full[k]) {
+#pragma unroll
+                for (int j = 0; j < VIN; j++) dst[j] = staged(xv[k].v[j], !S::MASKED || mv[k].v[j]);
+            } else if (i < nv) {
+                // a vector past the stream's end goes element by element (the rest belongs to nobody)
+                const int64_t g = at(i);
+                for (int j = 0; j < VIN && g + j < a.total; j++) dst[j] = staged(x[g + j], !S::MASKED || a.mask[g + j]);
+            }
+        }
+    }
+
     __device__ __forceinline__ static void load_tile(const SlabArgs &a, const SlabTile &t, Shared &sh)
     {
         const InT *x = static_cast<const InT *>(a.x);
@@ -125,25 +162,10 @@ struct SlabScan {
         if (whole_rows(a, t)) {
             const int64_t f0 = t.row0 * a.inner;
             if (a.vec_in) {
-                // the aligned vectors covering [f0, f0 + n); a vector past the stream's end goes
-                // element by element (its other elements belong to nobody)
+                // the aligned vectors covering [f0, f0 + n)
                 const int shift = (int)(f0 % VIN);
                 const int64_t base = f0 - shift;
-                const int nv = (shift + n + VIN - 1) / VIN;
-                for (int i = threadIdx.x; i < nv; i += THREADS) {
-                    const int64_t g = base + (int64_t)i * VIN;
-                    OutT *dst = sh.stage + i * VIN;
-                    if (g + VIN <= a.total) {
-                        const Vec<InT, VIN> xv = load_vec<InT, VIN>(x + g);
-                        Vec<unsigned char, VIN> mv;
-                        if constexpr (S::MASKED) mv = load_vec<unsigned char, VIN>(m + g);
-#pragma unroll
-                        for (int j = 0; j < VIN; j++) dst[j] = staged(xv.v[j], !S::MASKED || mv.v[j]);
-                    } else {
-                        for (int j = 0; j < VIN && g + j < a.total; j++)
-                            dst[j] = staged(x[g + j], !S::MASKED || m[g + j]);
-                    }
-                }
+                load_vectors(a, (shift + n + VIN - 1) / VIN, [&](int i) { return base + (int64_t)i * VIN; }, sh);
             } else {
                 for (int e = threadIdx.x; e < n; e += THREADS) sh.stage[e] = staged(x[f0 + e], !S::MASKED || m[f0 + e]);
             }
@@ -151,15 +173,10 @@ struct SlabScan {
         }
         if (a.vec_in && t.ncols == a.width) {
             const int per_row = t.ncols / VIN;
-            for (int i = threadIdx.x; i < t.nrows * per_row; i += THREADS) {
+            load_vectors(a, t.nrows * per_row, [&](int i) {
                 const int r = (int)a.div_width.div((unsigned)(i * VIN)), c = i * VIN - r * t.ncols;
-                const int64_t g = (t.row0 + r) * a.inner + t.col0 + c;
-                const Vec<InT, VIN> xv = load_vec<InT, VIN>(x + g);
-                Vec<unsigned char, VIN> mv;
-                if constexpr (S::MASKED) mv = load_vec<unsigned char, VIN>(m + g);
-#pragma unroll
-                for (int j = 0; j < VIN; j++) sh.stage[i * VIN + j] = staged(xv.v[j], !S::MASKED || mv.v[j]);
-            }
+                return (t.row0 + r) * a.inner + t.col0 + c;
+            }, sh);
             return;
         }
         for (int e = threadIdx.x; e < n; e += THREADS) {

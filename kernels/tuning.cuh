@@ -16,6 +16,7 @@ struct TuningSm80 {
     // rows: a block of kRowWarps warps scans a tile of kRowBytes input bytes a thread
     static constexpr int kRowWarps = 8;
     static constexpr int kRowBytes = 128;
+    static constexpr int kRowBytesWideAcc = 64;        // ... in one-tile kernels of float32 folded in float64
     static constexpr int kRowBlocksPerSm = 3;          // launch bound of the one-tile kernels
     static constexpr int kPieceScale = 4;              // line pieces hold this many tiles' bytes
     static constexpr int kPieceKeepDivisor = 2;        // the share of a piece held in registers (1/n)
@@ -34,7 +35,8 @@ struct TuningSm80 {
     // slabs: a tile of kSlabStageBytes (in the output type) staged in shared memory
     static constexpr int kSlabThreads = 256;
     static constexpr int kSlabStageBytes = 32 * 1024;
-    static constexpr int kSlabBlocksPerSm = 4;
+    static constexpr int kSlabBlocksPerSm = 3;
+    static constexpr int kSlabMaskedDivisor = 2;       // masked tiles hold this much less
     static constexpr int kSlabSegRowsMax = 33;         // rows of a column a thread holds in registers
     static constexpr int kSlabSegRowsMaxWide = 17;     // ... of an 8-byte output type
     static constexpr int kSlabMaxWidth = 512;          // columns of a tile whose slab pieces join up
