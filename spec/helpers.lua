@@ -334,6 +334,34 @@ function H.as_stored(t, dtype)
   return out
 end
 
+-- The value of the 16 bits b of a float16 or bfloat16, from the format's definition.
+function H.half_value(b, dtype)
+  local f = HALF[dtype]
+  local sign = b >= 0x8000 and -1 or 1
+  local e, m = math.floor(b / 2 ^ f.mbits) % 2 ^ f.ebits, b % 2 ^ f.mbits
+  if e == 2 ^ f.ebits - 1 then return m == 0 and sign * math.huge or 0 / 0 end
+  if e == 0 then return sign * m * 2 ^ (f.emin - f.mbits) end
+  return sign * (2 ^ f.mbits + m) * 2 ^ (e - 1 + f.emin - f.mbits)
+end
+
+-- The bit patterns of a float16 or bfloat16 tensor's elements in row-major order (little-endian).
+function H.half_bits(t)
+  local s = H.bits(t)
+  local out = {}
+  for i = 1, #s / 2 do out[i] = s:byte(2 * i - 1) + 256 * s:byte(2 * i) end
+  return out
+end
+
+-- A 1-d tensor of dtype (float16 or bfloat16) on dev holding the bit patterns given, written
+-- through its data pointer (so that every pattern, NaNs with any payload too, can be made).
+function H.from_half_bits(bits, dtype, dev)
+  local x = cs.empty({ #bits }, { dtype = dtype, device = "cpu" })
+  local p = ffi.cast("uint16_t *", x:data_ptr())
+  for i, b in ipairs(bits) do p[i - 1] = b end
+  require("cuscan.core").keep(x)  -- p points into x's storage
+  return dev == "cuda" and x:cuda() or x
+end
+
 -- The position of a float16 or bfloat16 value among the format's values, counted from 0 (zeros
 -- of both signs) outward, negative below 0; inf comes right after the largest finite value.
 local function half_order(v, dtype)
