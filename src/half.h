@@ -68,11 +68,21 @@ CS_HD uint16_t cs_half_bits_from_double(double v, int ebits, int mbits)
     const uint64_t a = u & 0x7fffffffffffffffULL;
     const int bias = (1 << (ebits - 1)) - 1;
     const uint32_t inf = ((1u << ebits) - 1u) << mbits;
+    if (a >= ((uint64_t)(1023 + 1 - bias) << 52) && a < ((uint64_t)(1023 + bias + 1) << 52)) {
+        /* the format's normal range, the common case: round the fraction at its last place by an
+         * integer add (half a place less one, plus the place's own bit for ties to even), whose
+         * carry may step into the exponent, then rebias the exponent */
+        const int drop = 52 - mbits;
+        const uint64_t r = a + ((1ULL << (drop - 1)) - 1) + ((a >> drop) & 1);
+        const uint64_t bits = (r >> drop) - ((uint64_t)(1023 - bias) << mbits);
+        return (uint16_t)(sign | (bits >= inf ? inf : (uint32_t)bits));
+    }
     if (a >= 0x7ff0000000000000ULL) {
         if (a == 0x7ff0000000000000ULL) return (uint16_t)(sign | inf);
         return (uint16_t)(sign | inf | (1u << (mbits - 1)) | (uint32_t)((a >> (52 - mbits)) & ((1u << mbits) - 1u)));
     }
-    /* a = m * 2^(e - 52), m with its implicit bit (a double denormal has exponent -1022 and none) */
+    /* the rest: beyond the range, or the format's denormals. a = m * 2^(e - 52), m with its implicit
+     * bit (a double denormal has exponent -1022 and none) */
     const int field = (int)(a >> 52);
     const int e = field ? field - 1023 : -1022;
     const uint64_t m = (a & 0x000fffffffffffffULL) | (field ? 0x0010000000000000ULL : 0);
@@ -117,7 +127,11 @@ CS_HD double cs_bfloat16_to_double(uint16_t h)
     r.x = h;
     return (double)__bfloat162float(__nv_bfloat16(r));
 #else
-    return cs_half_bits_to_double(h, 8, 7);
+    /* the top half of a float32 */
+    const uint32_t w = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &w, sizeof f);
+    return f;
 #endif
 }
 
