@@ -409,9 +409,10 @@ end
 function H.tol(odt, op, len)
   len = math.max(len or 1, 1)
   if odt == "float64" then return 1e-12 * len, 1e-12 * len end
-  -- the rounding of the output alone (half an ulp relative), and the least denormal
-  if odt == "float16" then return 2 ^ -11, 2 ^ -24 end
-  if odt == "bfloat16" then return 2 ^ -8, 2 ^ -133 end
+  -- an ulp of the output, relative (its rounding, or two devices' roundings a tie apart), and the
+  -- least denormal
+  if odt == "float16" then return 2 ^ -10, 2 ^ -24 end
+  if odt == "bfloat16" then return 2 ^ -7, 2 ^ -133 end
   if op == "prod" then return math.max(2e-5, len * 1.5e-7), 1e-30 end
   return 2e-5, 2e-6 * len
 end
