@@ -84,15 +84,6 @@ H.each_device("float16 and bfloat16 files", function(dev, it)
   end)
 end)
 
--- The first python3 that imports numpy, or nil.
-local function numpy_python()
-  for _, py in ipairs({ "python3", "/usr/bin/python3" }) do
-    local _, status = H.shell(py .. " -c 'import numpy' >/dev/null 2>&1")
-    if status == 0 then return py end
-  end
-  return nil
-end
-
 -- NumPy's float16 of doubles.npy, NumPy's float64 of our float16 and bfloat16 files (bfloat16 as
 -- the top half of a float32, as ml_dtypes defines it), and a bfloat16 file of raw words from NumPy.
 local SCRIPT = [[
@@ -109,7 +100,7 @@ np.save(os.path.join(d, "numpy_bf16.npy"), np.arange(65536, dtype="<u2").view("V
 ]]
 
 describe("float16 and bfloat16 files exchanged with NumPy", function()
-  local py = numpy_python()
+  local py = H.numpy_python()
   local it_numpy = it
   if not py then
     it_numpy = function(name) pending(name .. " (python3-numpy is not installed: apt-get install python3-numpy)") end

@@ -690,6 +690,16 @@ function H.shell(cmd)
   return out, status
 end
 
+-- The first python3 that imports numpy (Debian's python3-numpy may sit beside another python3 on
+-- PATH), or nil.
+function H.numpy_python()
+  for _, py in ipairs({ "python3", "/usr/bin/python3" }) do
+    local _, status = H.shell(py .. " -c 'import numpy' >/dev/null 2>&1")
+    if status == 0 then return py end
+  end
+  return nil
+end
+
 -- The project root, absolute (specs run from it).
 H.root = H.shell("pwd"):gsub("%s+$", "")
 
