@@ -50,6 +50,11 @@ if on_cuda then
     { "f32 2^22x16 dim2", { 2 ^ 22, 16 }, 2, "float32", 0.85 },
     { "f32 16x2^22 dim1", { 16, 2 ^ 22 }, 1, "float32", 0.85 },
     { "f32 128x4000 dim2", { 128, 4000 }, 2, "float32", 8, us = true },
+    -- 2-byte floats: read and written at 2 bytes an element, accumulated in float64
+    { "f16 32768x32768 dim2", { 32768, 32768 }, 2, "float16", 0.95 },
+    { "f16 32768x32768 dim1", { 32768, 32768 }, 1, "float16", 0.90 },
+    { "bf16 32768x32768 dim2", { 32768, 32768 }, 2, "bfloat16", 0.95 },
+    { "bf16 32768x32768 dim1", { 32768, 32768 }, 1, "bfloat16", 0.90 },
   }
 else
   ROWS = {
@@ -58,6 +63,8 @@ else
     { "cpu f64 2048x4096 dim2", { 2048, 4096 }, 2, "float64" },
     { "cpu f32 1x2^24 dim2", { 1, 2 ^ 24 }, 2, "float32" },
     { "cpu f32 2^18x16 dim2", { 2 ^ 18, 16 }, 2, "float32" },
+    { "cpu f16 4096x4096 dim2", { 4096, 4096 }, 2, "float16" },
+    { "cpu bf16 4096x4096 dim1", { 4096, 4096 }, 1, "bfloat16" },
   }
 end
 
@@ -86,7 +93,7 @@ local function numel(shape)
   return n
 end
 
-local BYTES = { float32 = 4, float64 = 8 }
+local BYTES = { float32 = 4, float64 = 8, float16 = 2, bfloat16 = 2 }
 
 -- run the rows
 local results = {}
@@ -169,7 +176,7 @@ if on_cuda then
   }
 end
 local case_results = {}
-local SIZE = { float32 = 4, float64 = 8, int32 = 4, int64 = 8, bool = 1 }
+local SIZE = { float32 = 4, float64 = 8, int32 = 4, int64 = 8, bool = 1, float16 = 2, bfloat16 = 2 }
 local function copy_gbs_of(copy_ms, n, dtype) return 2 * n * SIZE[dtype] / copy_ms / 1e6 end
 for _, case in ipairs(CASES) do
   if not opts.only or case[1]:find(opts.only, 1, true) then

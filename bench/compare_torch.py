@@ -58,7 +58,8 @@ def main():
             times.append(e0.elapsed_time(e1))
         return statistics.median(times)
 
-    dtypes = {"float32": torch.float32, "float64": torch.float64}
+    dtypes = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
+              "bfloat16": torch.bfloat16}
     current = None
     for name, shape, dim, dtype, op in cases:
         key = (shape, dtype)

@@ -1,6 +1,6 @@
 -- bench/grid.lua - the shape grid (`make bench GRID=1`): a contiguous tensor {outer, L, inner} of
 -- about 2^26 elements scanned along dim 2 (L), for L and inner from 1 to 2^26, powers of two and
--- not, float32 and float64, unmasked and masked. Each cell is the scan's share of the bandwidth of
+-- not, float32 and float64 (--dtypes adds float16 and bfloat16), unmasked and masked. Each cell is the scan's share of the bandwidth of
 -- a device-to-device copy of the same tensor measured in the same process just before and after it
 -- (the fastest of those copies), counting each input byte read once, the mask at one byte an
 -- element and each output byte written once; medians of --reps timed runs after warm-up, the faster
@@ -39,7 +39,8 @@ end
 local N = 2 ^ opts.log2
 local LS = { 1, 2, 3, 8, 32, 128, 999, 1024, 8192, 65536, 2 ^ 20, 2 ^ 26 }
 local INNERS = { 1, 2, 3, 4, 7, 8, 16, 64, 512, 4096, 65536, 2 ^ 20 }
-local BYTES = { float32 = 4, float64 = 8 }
+local BYTES = { float32 = 4, float64 = 8, float16 = 2, bfloat16 = 2 }
+local SHORT = { float32 = "f32", float64 = "f64", float16 = "f16", bfloat16 = "bf16" }
 
 local function median(t)
   table.sort(t)
@@ -76,7 +77,7 @@ for _, dtype in ipairs(list(opts.dtypes)) do
       for _, inner in ipairs(INNERS) do
         if L * inner <= N then
           local c = { dtype = dtype, masked = m == "yes", L = L, inner = inner, outer = math.floor(N / (L * inner)) }
-          c.name = ("%s%s L=%s inner=%s"):format(dtype == "float32" and "f32" or "f64", c.masked and " masked" or "",
+          c.name = ("%s%s L=%s inner=%s"):format(SHORT[dtype], c.masked and " masked" or "",
                                                 label(L), label(inner))
           if not opts.only or c.name:find(opts.only, 1, true) then cells[#cells + 1] = c end
         end

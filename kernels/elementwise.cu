@@ -49,15 +49,15 @@ struct EwArgs {
 
 __device__ void ew_one(const cs_elementwise_plan &p, int64_t i, const int64_t *off)
 {
-    const int is_float = p.compute == CS_FLOAT32 || p.compute == CS_FLOAT64;
+    const int is_float = cs_is_float(p.compute);
     const cs_dtype od = p.dtype[0], ad = p.dtype[1], bd = p.dtype[2];
     switch (p.op) {
     case CS_EW_FILL:
-        if (od == CS_FLOAT32 || od == CS_FLOAT64) cs_store_double(p.ptr[0], od, off[0], p.scalar);
+        if (cs_is_float(od)) cs_store_double(p.ptr[0], od, off[0], p.scalar);
         else cs_store_int(p.ptr[0], od, off[0], p.iscalar);
         break;
     case CS_EW_RAND:
-        cs_store_double(p.ptr[0], od, off[0], cs_uniform((uint64_t)i, p.seed, od == CS_FLOAT64));
+        cs_store_double(p.ptr[0], od, off[0], cs_uniform((uint64_t)i, p.seed, od));
         break;
     case CS_EW_RANDN:
         cs_store_double(p.ptr[0], od, off[0], cs_normal((uint64_t)i, p.seed));

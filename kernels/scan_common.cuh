@@ -4,16 +4,37 @@
 // Three types ride through a scan: InT (the input's elements; tiles are held in it, which halves
 // the registers of a promoted pair), AccT (the fold's type: double for floats, so every float
 // output is the rounding of a float64 prefix) and OutT (the output's elements, rounded once).
+// float16 and bfloat16 elements are CUDA's __half and __nv_bfloat16 (half.h).
 #pragma once
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include "half.h"
 #include "internal.h"
 #include "tuning.cuh"
 
 namespace cuscan {
 
 constexpr int kWarp = 32;
+
+// The 2-byte float types: their special values are written as bits (CUDA's conversions from
+// numbers are not constexpr); the sign bit is the top one in both.
+template <typename T>
+struct HalfFloat {
+    static constexpr bool kIs = false;
+};
+template <>
+struct HalfFloat<__half> {
+    static constexpr bool kIs = true;
+    static constexpr unsigned short kOne = 0x3c00;
+    using Raw = __half_raw;
+};
+template <>
+struct HalfFloat<__nv_bfloat16> {
+    static constexpr bool kIs = true;
+    static constexpr unsigned short kOne = 0x3f80;
+    using Raw = __nv_bfloat16_raw;
+};
 
 // The fold of a scan. identity() starts every fold: -0.0 for float sums, since -0.0 + x == x for
 // every x (a sum of -0.0 stays -0.0). zero() is what a masked-out element reads as and what an
@@ -22,10 +43,17 @@ template <int OP, typename T>
 struct ScanOp {
     __host__ __device__ __forceinline__ static constexpr T identity()
     {
-        if constexpr (OP == CS_SCAN_SUM && std::is_floating_point_v<T>) return T(-0.0);
+        if constexpr (HalfFloat<T>::kIs)
+            return T(typename HalfFloat<T>::Raw{ OP == CS_SCAN_SUM ? (unsigned short)0x8000 : HalfFloat<T>::kOne });
+        else if constexpr (OP == CS_SCAN_SUM && std::is_floating_point_v<T>) return T(-0.0);
         else return OP == CS_SCAN_SUM ? T(0) : T(1);
     }
-    __host__ __device__ __forceinline__ static constexpr T zero() { return OP == CS_SCAN_SUM ? T(0) : T(1); }
+    __host__ __device__ __forceinline__ static constexpr T zero()
+    {
+        if constexpr (HalfFloat<T>::kIs)
+            return T(typename HalfFloat<T>::Raw{ OP == CS_SCAN_SUM ? (unsigned short)0 : HalfFloat<T>::kOne });
+        else return OP == CS_SCAN_SUM ? T(0) : T(1);
+    }
     __device__ __forceinline__ T operator()(T a, T b) const
     {
         if constexpr (std::is_integral_v<T>) {
@@ -37,20 +65,24 @@ struct ScanOp {
     }
 };
 
-// Input element -> accumulator; bool inputs are bytes (nonzero is true).
+// Input element -> accumulator; bool inputs are bytes (nonzero is true); 2-byte floats widen exactly.
 template <typename AccT, typename InT>
 __device__ __forceinline__ AccT to_acc(InT v)
 {
     if constexpr (std::is_same_v<InT, unsigned char>) return AccT(v != 0);
+    else if constexpr (std::is_same_v<InT, __half>) return AccT(__half2float(v));
+    else if constexpr (std::is_same_v<InT, __nv_bfloat16>) return AccT(__bfloat162float(v));
     else return AccT(v);
 }
 
-// Accumulator -> output element: the one rounding of a float output (round to nearest even; a
-// prefix beyond the output's range becomes +-inf).
+// Accumulator -> output element: the one rounding of a float output (round to nearest even, from
+// the double itself; a prefix beyond the output's range becomes +-inf).
 template <typename OutT, typename AccT>
 __device__ __forceinline__ OutT to_out(AccT v)
 {
-    return OutT(v);
+    if constexpr (std::is_same_v<OutT, __half>) return __double2half(double(v));
+    else if constexpr (std::is_same_v<OutT, __nv_bfloat16>) return __double2bfloat16(double(v));
+    else return OutT(v);
 }
 
 // Everything a scan kernel is compiled for: the tuning policy, the op, the three types and the

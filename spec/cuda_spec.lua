@@ -128,7 +128,7 @@ describe("CUDA against the CPU #cuda", function()
   end)
 
   it("take the same random numbers, transfers and special values on both devices", function()
-    for _, dtype in ipairs({ "float32", "float64" }) do
+    for _, dtype in ipairs({ "float32", "float64", "float16", "bfloat16" }) do
       local a = cs.rand({ 333, 77 }, { seed = 9, dtype = dtype, device = "cpu" })
       local b = cs.rand({ 333, 77 }, { seed = 9, dtype = dtype, device = "cuda" })
       assert.is_true(H.bits(a) == H.bits(b))
@@ -141,7 +141,7 @@ describe("CUDA against the CPU #cuda", function()
     local nan, inf = 0 / 0, math.huge
     local sv = { 1, nan, -0.0, inf, -inf, 2 ^ -149, -0.0, 3 }
     local mv = { true, false, true, true, false, true, true, true }
-    for _, dtype in ipairs({ "float32", "float64" }) do
+    for _, dtype in ipairs({ "float32", "float64", "float16", "bfloat16" }) do
       local x = cs.tensor(sv, { dtype = dtype, device = "cpu" })
       local m = cs.tensor(mv, { device = "cpu" })
       for _, op in ipairs({ "cumsum", "cumprod" }) do

@@ -91,7 +91,8 @@ local function build_lib()
   return lib
 end
 
-local CODE = { float32 = { 2, 32 }, float64 = { 2, 64 }, int32 = { 0, 32 }, int64 = { 0, 64 }, bool = { 6, 8 } }
+local CODE = { float32 = { 2, 32 }, float64 = { 2, 64 }, int32 = { 0, 32 }, int64 = { 0, 64 }, bool = { 6, 8 },
+               float16 = { 2, 16 }, bfloat16 = { 4, 16 } }
 
 H.each_device("data_ptr and to_dlpack", function(dev, it)
   it("data_ptr is the address of element 0 of the view", function()
@@ -197,7 +198,7 @@ describe("DLPack with a C library loaded through the FFI", function()
 
   it_lib("a tensor cuscan cannot take stays the caller's: an error naming the problem, no deleter call", function()
     local deleted = lib.spec_dl_deleted()
-    for _, case in ipairs({ { 2, 16, "float16" }, { 4, 16, "bfloat16" }, { 5, 64, "complex64" }, { 1, 8, "uint8" } }) do
+    for _, case in ipairs({ { 2, 8, "float8" }, { 4, 32, "bfloat32" }, { 5, 64, "complex64" }, { 1, 8, "uint8" } }) do
       local m = lib.spec_dl_make(2, 2, case[1], case[2])
       H.raises(function() cs.from_dlpack(m) end, { "from_dlpack: dtype: " .. case[3] .. " is not supported" })
       assert.equal(deleted, lib.spec_dl_deleted())

@@ -1,7 +1,8 @@
 -- Every kernel family and mode of the CUDA planner, forced on small shapes it can handle (GPU host
 -- only; pending with the reason elsewhere): the plan names the family that ran, and its results
--- agree with the CPU (integers exactly, float32 within 1 ulp: both round a float64 prefix once),
--- into a poisoned out, in place, from misaligned views, and bit for bit from run to run.
+-- agree with the CPU (integers exactly, float32, float16 and bfloat16 within 1 ulp: both round a
+-- float64 prefix once), into a poisoned out, in place, from misaligned views, and bit for bit from
+-- run to run.
 local H = require("spec.helpers")
 local cs = require("cuscan")
 require("cuscan.assertions")
@@ -24,7 +25,8 @@ local ORDER = { "slabs/whole", "slabs/walk", "slabs/lookback", "rows/segmented",
                 "rows/pieces", "columns/lookback", "columns/walk" }
 
 local PAIRS = { { "float32", "float32" }, { "float64", "float64" }, { "float32", "float64" }, { "int32", "int64" },
-                { "int64", "int64" }, { "bool", "int32" } }
+                { "int64", "int64" }, { "bool", "int32" }, { "float16", "float16" }, { "bfloat16", "bfloat16" },
+                { "float16", "float32" }, { "bfloat16", "float64" } }
 
 local function input(shape, dtype, op, seed, dev)
   local base = cs.rand(shape, { seed = seed, dtype = "float64", device = dev })
@@ -58,7 +60,7 @@ describe("kernel families #cuda", function()
       local rng = H.rng(H.seed_for("families " .. family))
       cs.force_family(family)
       for si, shape in ipairs(SHAPES[family]) do
-        for k = 1, 6 do
+        for k = 1, #PAIRS do
           local pair = PAIRS[(si + k) % #PAIRS + 1]
           local op = (pair[1] == "bool" or rng:bool(0.6)) and "cumsum" or "cumprod"
           local opts = { reverse = rng:bool(), exclusive = rng:bool(0.3), dtype = pair[2] }
@@ -93,19 +95,39 @@ describe("kernel families #cuda", function()
   it("slabs: in place, and from views whose base is not 16-byte aligned", function()
     for _, shape in ipairs({ { 9, 7, 3 }, { 4, 3001, 5 }, { 5, 33, 600 } }) do
       for _, mode in ipairs({ "slabs/whole", "slabs/walk", "slabs/lookback" }) do
-        cs.force_family(mode)
-        local seed = H.seed_for("slab views " .. mode .. table.concat(shape, "x"))
-        H.replay(seed, mode .. " " .. table.concat(shape, "x"), function()
-          -- one more slab in front: the view starts len * inner elements into the storage
-          local big = input({ shape[1] + 1, shape[2], shape[3] }, "float32", "cumsum", seed, "cpu")
-          local x = big:narrow(1, 2, shape[1])
-          local m = cs.rand({ shape[1] + 1, shape[2], shape[3] }, { seed = seed + 1, device = "cpu" }):lt(0.5):narrow(1, 2, shape[1])
-          local want = x:cumsum(2, { mask = m, reverse = true })
-          local xd, md = big:cuda():narrow(1, 2, shape[1]), m:contiguous():cuda()
-          check(want, xd:cumsum(2, { mask = md, reverse = true }), "float32", "cumsum", shape[2])
-          local inplace = xd:clone()
-          inplace:cumsum(2, { out = inplace })
-          check(x:cumsum(2), inplace, "float32", "cumsum", shape[2])
+        for _, dtype in ipairs({ "float32", "float16", "bfloat16" }) do
+          cs.force_family(mode)
+          local seed = H.seed_for("slab views " .. mode .. table.concat(shape, "x") .. dtype)
+          H.replay(seed, mode .. " " .. table.concat(shape, "x") .. " " .. dtype, function()
+            -- one more slab in front: the view starts len * inner elements into the storage
+            local big = input({ shape[1] + 1, shape[2], shape[3] }, dtype, "cumsum", seed, "cpu")
+            local x = big:narrow(1, 2, shape[1])
+            local m = cs.rand({ shape[1] + 1, shape[2], shape[3] }, { seed = seed + 1, device = "cpu" }):lt(0.5):narrow(1, 2, shape[1])
+            local want = x:cumsum(2, { mask = m, reverse = true })
+            local xd, md = big:cuda():narrow(1, 2, shape[1]), m:contiguous():cuda()
+            check(want, xd:cumsum(2, { mask = md, reverse = true }), dtype, "cumsum", shape[2])
+            local inplace = xd:clone()
+            inplace:cumsum(2, { out = inplace })
+            check(x:cumsum(2), inplace, dtype, "cumsum", shape[2])
+          end)
+        end
+      end
+    end
+  end)
+
+  it("2-byte floats from views one element past a vector boundary, in every family", function()
+    for _, family in ipairs(ORDER) do
+      cs.force_family(family)
+      local shape = SHAPES[family][1]
+      local n = shape[1] * shape[2] * shape[3]
+      for _, dtype in ipairs({ "float16", "bfloat16" }) do
+        local seed = H.seed_for("half views " .. family .. dtype)
+        H.replay(seed, family .. " " .. dtype, function()
+          -- one element in front: the view starts 2 bytes into the storage
+          local flat = input({ n + 1 }, dtype, "cumsum", seed, "cpu")
+          local want = flat:narrow(1, 2, n):reshape(shape):cumsum(2, { reverse = true })
+          local got = flat:cuda():narrow(1, 2, n):reshape(shape):cumsum(2, { reverse = true })
+          check(want, got, dtype, "cumsum", shape[2])
         end)
       end
     end

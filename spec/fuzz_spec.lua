@@ -2,10 +2,10 @@
 -- view of them (transpose, narrow, select), any dim, every supported dtype pair, reverse,
 -- exclusive, mask, and out: none, poisoned, x itself, a view into a poisoned buffer, or that view
 -- scanned in place). Every case runs on the CPU and is checked against the plain-Lua oracle of
--- spec/helpers.lua: bit for bit, since the CPU folds each line in order as the oracle does (float32
--- outputs are the float32 rounding of the float64 prefix, zeros keep their signs). With a CUDA
--- device the case runs there too and must agree with the CPU: integers exactly, float32 within 1
--- ulp, float64 within the rounding of a differently associated fold.
+-- spec/helpers.lua: bit for bit, since the CPU folds each line in order as the oracle does (float32,
+-- float16 and bfloat16 outputs are the rounding of the float64 prefix, zeros keep their signs). With a CUDA
+-- device the case runs there too and must agree with the CPU: integers exactly, float32, float16 and
+-- bfloat16 within 1 ulp, float64 within the rounding of a differently associated fold.
 --   CUSCAN_FUZZ_SEED     the run's seed (default: a fresh one per run, from CUSCAN_SPEC_SEED or the
 --                        clock); printed first, so that any run can be replayed
 --   CUSCAN_FUZZ_CASES    how many cases (default 1000; the GPU host runs 10000)
@@ -47,11 +47,12 @@ end
 local function agree(c, y, yd, len)
   if H.is_int_dtype[c.odtype] then
     assert.tensor_equal(y, yd)
-  elseif c.odtype == "float32" then
+  elseif c.odtype ~= "float64" then
     local a, b = H.flatten(y:totable()), H.flatten(yd:totable())
     for k = 1, #a do
-      if H.f32_ulps(a[k], b[k]) > 1 then
-        error(("element %d: CPU %.9g, CUDA %.9g, %g float32 ulps apart"):format(k, a[k], b[k], H.f32_ulps(a[k], b[k])), 2)
+      local d = H.ulps(a[k], b[k], c.odtype)
+      if d > 1 then
+        error(("element %d: CPU %.9g, CUDA %.9g, %g %s ulps apart"):format(k, a[k], b[k], d, c.odtype), 2)
       end
     end
   else

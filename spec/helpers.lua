@@ -287,13 +287,104 @@ function H.f32_ulps(a, b)
   return math.abs(f32_order(a) - f32_order(b))
 end
 
+-- The 2-byte floats, from their definitions: exponent bits, fraction bits, least normal exponent,
+-- largest finite value.
+local HALF = {
+  float16 = { ebits = 5, mbits = 10, emin = -14, max = 65504 },
+  bfloat16 = { ebits = 8, mbits = 7, emin = -126, max = (2 - 2 ^ -7) * 2 ^ 127 },
+}
+H.HALF = HALF
+
+-- x rounded to an integer, ties to the even one (x - floor(x) is exact in double).
+local function round_half_even(x)
+  local f = math.floor(x)
+  local d = x - f
+  if d > 0.5 or (d == 0.5 and f % 2 ~= 0) then return f + 1 end
+  return f
+end
+
+-- The double v rounded to float16 or bfloat16 (as a double): to the nearest multiple of the last
+-- place at v's magnitude, ties to even, straight from the double; +-inf beyond the largest finite
+-- value, signed zeros kept, NaN stays NaN, denormals kept. Written from the formats' definitions,
+-- apart from the C core's bit manipulation.
+function H.round_half(v, dtype)
+  local f = HALF[dtype]
+  if v ~= v or v == math.huge or v == -math.huge then return v end
+  local _, e = math.frexp(v)   -- |v| in [2^(e-1), 2^e)
+  local q = 2 ^ (math.max(e - 1, f.emin) - f.mbits)
+  local r = round_half_even(v / q) * q
+  if math.abs(r) > f.max then return v > 0 and math.huge or -math.huge end
+  if r == 0 then return (v < 0 or 1 / v < 0) and -0.0 or 0.0 end
+  return r
+end
+
+-- v as stored in dtype (a number; other dtypes keep it).
+function H.stored(v, dtype)
+  if dtype == "float32" then return H.f32(v) end
+  if HALF[dtype] then return H.round_half(v, dtype) end
+  return v
+end
+
 -- Leaves rounded as stored in dtype (the oracle must start from what the tensor holds).
 function H.as_stored(t, dtype)
-  if dtype ~= "float32" then return t end
-  if type(t) == "number" then return H.f32(t) end
+  if dtype ~= "float32" and not HALF[dtype] then return t end
+  if type(t) == "number" then return H.stored(t, dtype) end
   local out = {}
   for i, v in ipairs(t) do out[i] = H.as_stored(v, dtype) end
   return out
+end
+
+-- The value of the 16 bits b of a float16 or bfloat16, from the format's definition.
+function H.half_value(b, dtype)
+  local f = HALF[dtype]
+  local sign = b >= 0x8000 and -1 or 1
+  local e, m = math.floor(b / 2 ^ f.mbits) % 2 ^ f.ebits, b % 2 ^ f.mbits
+  if e == 2 ^ f.ebits - 1 then return m == 0 and sign * math.huge or 0 / 0 end
+  if e == 0 then return sign * m * 2 ^ (f.emin - f.mbits) end
+  return sign * (2 ^ f.mbits + m) * 2 ^ (e - 1 + f.emin - f.mbits)
+end
+
+-- The bit patterns of a float16 or bfloat16 tensor's elements in row-major order (little-endian).
+function H.half_bits(t)
+  local s = H.bits(t)
+  local out = {}
+  for i = 1, #s / 2 do out[i] = s:byte(2 * i - 1) + 256 * s:byte(2 * i) end
+  return out
+end
+
+-- A 1-d tensor of dtype (float16 or bfloat16) on dev holding the bit patterns given, written
+-- through its data pointer (so that every pattern, NaNs with any payload too, can be made).
+function H.from_half_bits(bits, dtype, dev)
+  local x = cs.empty({ #bits }, { dtype = dtype, device = "cpu" })
+  local p = ffi.cast("uint16_t *", x:data_ptr())
+  for i, b in ipairs(bits) do p[i - 1] = b end
+  require("cuscan.core").keep(x)  -- p points into x's storage
+  return dev == "cuda" and x:cuda() or x
+end
+
+-- The position of a float16 or bfloat16 value among the format's values, counted from 0 (zeros
+-- of both signs) outward, negative below 0; inf comes right after the largest finite value.
+local function half_order(v, dtype)
+  local f = HALF[dtype]
+  local a = math.abs(v)
+  local k
+  if a == math.huge then
+    k = (2 ^ f.ebits - 1) * 2 ^ f.mbits
+  elseif a < 2 ^ f.emin then
+    k = a / 2 ^ (f.emin - f.mbits)
+  else
+    local m, e = math.frexp(a)
+    k = (e - 1 - f.emin + 1) * 2 ^ f.mbits + (2 * m - 1) * 2 ^ f.mbits
+  end
+  return v < 0 and -k or k
+end
+
+-- How many values of dtype (float32, float16 or bfloat16) lie between a and b, both values of it:
+-- 0 when equal or both NaN, inf when one is NaN.
+function H.ulps(a, b, dtype)
+  if dtype == "float32" then return H.f32_ulps(a, b) end
+  if a ~= a or b ~= b then return (a ~= a and b ~= b) and 0 or math.huge end
+  return math.abs(half_order(a, dtype) - half_order(b, dtype))
 end
 
 -- The same values laid out as a row (dim 2 of 1xN), a column (dim 1 of Nx1) and the first column
@@ -318,13 +409,17 @@ end
 function H.tol(odt, op, len)
   len = math.max(len or 1, 1)
   if odt == "float64" then return 1e-12 * len, 1e-12 * len end
+  -- an ulp of the output, relative (its rounding, or two devices' roundings a tie apart), and the
+  -- least denormal
+  if odt == "float16" then return 2 ^ -10, 2 ^ -24 end
+  if odt == "bfloat16" then return 2 ^ -7, 2 ^ -133 end
   if op == "prod" then return math.max(2e-5, len * 1.5e-7), 1e-30 end
   return 2e-5, 2e-6 * len
 end
 
 -- A poison value to pre-fill `out` with, per dtype.
 function H.poison(dtype)
-  if dtype == "float32" or dtype == "float64" then return 0 / 0 end
+  if dtype == "float32" or dtype == "float64" or HALF[dtype] then return 0 / 0 end
   if dtype == "bool" then return true end
   return -777777
 end
@@ -378,6 +473,12 @@ local FUZZ_PAIRS = {
   prod = { { "float32", "float32" }, { "float32", "float64" }, { "float64", "float64" }, { "int32", "int32" },
            { "int32", "int64" }, { "int64", "int64" } },
 }
+for _, half in ipairs({ "float16", "bfloat16" }) do
+  for _, out in ipairs({ half, "float32", "float64" }) do
+    table.insert(FUZZ_PAIRS.sum, { half, out })
+    table.insert(FUZZ_PAIRS.prod, { half, out })
+  end
+end
 
 -- A random case: a base shape of 1..max_dims dims (one length may reach max_len, the rest stay
 -- small), at most `cap` elements, a view of it, a dim, op, dtypes, flags and the kind of out.
@@ -587,6 +688,16 @@ function H.shell(cmd)
   local status = tonumber(out:match("__status=(%d+)%s*$"))
   out = out:gsub("__status=%d+%s*$", "")
   return out, status
+end
+
+-- The first python3 that imports numpy (Debian's python3-numpy may sit beside another python3 on
+-- PATH), or nil.
+function H.numpy_python()
+  for _, py in ipairs({ "python3", "/usr/bin/python3" }) do
+    local _, status = H.shell(py .. " -c 'import numpy' >/dev/null 2>&1")
+    if status == 0 then return py end
+  end
+  return nil
 end
 
 -- The project root, absolute (specs run from it).

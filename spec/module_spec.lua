@@ -19,7 +19,7 @@ describe("the module", function()
     assert.matches("^%d+%.%d+%.%d+", cs.version)
     local C = require("cuscan.core").C
     assert.equal(require("ffi").string(C.cs_version()), cs.version)
-    assert.same({ "float32", "float64", "int32", "int64", "bool" }, cs.dtypes)
+    assert.same({ "float32", "float64", "int32", "int64", "bool", "float16", "bfloat16" }, cs.dtypes)
   end)
 
   it("loads from another working directory", function()

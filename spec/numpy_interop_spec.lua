@@ -6,16 +6,7 @@ local H = require("spec.helpers")
 local cs = require("cuscan")
 local shell = require("spec.support.shell")
 
--- The first python3 that imports numpy, or nil.
-local function numpy_python()
-  for _, py in ipairs({ "python3", "/usr/bin/python3" }) do
-    local _, status = H.shell(py .. " -c 'import numpy' >/dev/null 2>&1")
-    if status == 0 then return py end
-  end
-  return nil
-end
-
-local PY = numpy_python()
+local PY = H.numpy_python()
 
 -- For each in_K.npy: the array's bytes in C order, little-endian (raw_K.bin), and the array again
 -- in Fortran order, big-endian and format versions 2.0 and 3.0. Then the text files both ways.

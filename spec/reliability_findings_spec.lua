@@ -175,9 +175,9 @@ describe("issue 12, finding 6: options that contradicted their method or meant n
     raises(function() return e0:elapsed(e1) end, { "elapsed: the start event was never recorded" })
     e0:record()
     raises(function() return e0:elapsed(e1) end, { "elapsed: the end event was never recorded" })
-    raises(function() return x:to("float16") end, { "to: dtype: expected a dtype", "float16" })
-    raises(function() return x:cumsum(1, { dtype = "bfloat16" }) end, { "cumsum: dtype: expected a dtype" })
-    raises(function() return cs.zeros({ 2 }, { dtype = "float16" }) end, { "zeros: dtype: expected a dtype" })
+    raises(function() return x:to("complex64") end, { "to: dtype: expected a dtype", "complex64" })
+    raises(function() return x:cumsum(1, { dtype = "float8" }) end, { "cumsum: dtype: expected a dtype" })
+    raises(function() return cs.zeros({ 2 }, { dtype = "float8" }) end, { "zeros: dtype: expected a dtype" })
     -- what agrees with the method stays allowed
     assert.same(x:reverse_cumsum(2):totable(), x:reverse_cumsum(2, { reverse = true }):totable())
     assert.same({ { 0, 0, 3 }, { 4, 9, 15 } }, x:masked_cumsum(m, 2):totable())

@@ -295,7 +295,7 @@ H.each_device("cs.empty, cs.randn", function(dev, it)
     local z = a:to("float64")
     local same = z:gt(0):eq(u:gt(0.5)):sum()
     assert.is_true(same > 400 and same < 600, "sign agreement " .. same)
-    H.raises(function() cs.randn({ 2 }, { dtype = "int32" }) end, { "randn: dtype: expected float32 or float64, got int32" })
+    H.raises(function() cs.randn({ 2 }, { dtype = "int32" }) end, { "randn: dtype: expected a float dtype (float32, float64, float16 or bfloat16), got int32" })
     H.raises(function() cs.randn({ 2 }, { seed = -1 }) end, { "randn: seed: expected a non-negative integer" })
   end)
 

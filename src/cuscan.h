@@ -45,7 +45,12 @@ typedef enum cs_status {
     CS_ERR_RELEASED = 6       /* the tensor's storage was released with cs_tensor_release */
 } cs_status;
 
-typedef enum cs_dtype { CS_FLOAT32 = 0, CS_FLOAT64 = 1, CS_INT32 = 2, CS_INT64 = 3, CS_BOOL = 4 } cs_dtype;
+/* float16 is IEEE 754 binary16; bfloat16 the top 16 bits of a float32. Both are stored as 2 bytes, and
+ * every conversion into them (element-wise results, copies, scans) rounds once to nearest even from a
+ * double: beyond the range to +-inf, NaN kept, denormals kept. */
+typedef enum cs_dtype {
+    CS_FLOAT32 = 0, CS_FLOAT64 = 1, CS_INT32 = 2, CS_INT64 = 3, CS_BOOL = 4, CS_FLOAT16 = 5, CS_BFLOAT16 = 6
+} cs_dtype;
 typedef enum cs_device { CS_CPU = 0, CS_CUDA = 1 } cs_device;
 enum { CS_MAX_DIMS = 8 };
 
@@ -59,7 +64,7 @@ const char *cs_version(void);
 /* The message of the last failed call on this thread ("" if none). Valid until the next call. */
 const char *cs_last_error(void);
 
-/* Bytes per element of a dtype (bool is 1). */
+/* Bytes per element of a dtype (bool is 1, float16 and bfloat16 2). */
 size_t cs_dtype_size(cs_dtype dtype);
 
 /* 1 when the library was built with CUDA and a device is usable, else 0. The first call probes. */
@@ -205,13 +210,14 @@ enum { CS_SCAN_REVERSE = 1, CS_SCAN_EXCLUSIVE = 2 };
  *           (sums) or 1 (products), so a NaN or Inf under a false mask never reaches the result; the
  *           scan of where(mask, x, 0).
  *   out     x's shape and device; its dtype is the output type. Supported (x -> out):
+ *           float16 -> float16|float32|float64, bfloat16 -> bfloat16|float32|float64,
  *           float32 -> float32|float64, float64 -> float64, int32 -> int32|int64, int64 -> int64,
  *           bool -> int32|int64 (sum only); cs_scan_supported says. out may be x itself (in place)
  *           but must not otherwise overlap x or mask.
  * Floats accumulate in float64 on both devices and each output is rounded once from the float64
- * prefix: float32 outputs are within 1 ulp of the correctly rounded true prefix, +-inf exactly when
- * that prefix is beyond float32's range, denormals kept. -0.0 is the identity of sums (a sum of -0.0
- * is -0.0). Integer sums and products wrap around (two's complement). Results are deterministic: the
+ * prefix: float32, float16 and bfloat16 outputs are within 1 ulp of the correctly rounded true
+ * prefix, +-inf exactly when that prefix is beyond the output's range, denormals kept. -0.0 is the
+ * identity of sums (a sum of -0.0 is -0.0). Integer sums and products wrap around (two's complement). Results are deterministic: the
  * same bits on every run for a given device, shape, layout and dtype; float64 sums fold in a fixed
  * order (along the line on the CPU, in fixed tiles and trees on CUDA), so the two devices may differ
  * in the last bits of float64 results.
@@ -342,14 +348,14 @@ typedef struct DLManagedTensor {
 } DLManagedTensor;
 #endif
 
-/* A DLManagedTensor describing t: the same memory, shape, strides and dtype (bool as kDLBool), kept
- * alive until its deleter is called, which whoever receives it must do exactly once. Waits for
- * queued CUDA work first, so that a consumer on another stream sees t's values. */
+/* A DLManagedTensor describing t: the same memory, shape, strides and dtype (bool as kDLBool, bfloat16
+ * as kDLBfloat), kept alive until its deleter is called, which whoever receives it must do exactly
+ * once. Waits for queued CUDA work first, so that a consumer on another stream sees t's values. */
 cs_status cs_to_dlpack(DLManagedTensor **out, const cs_tensor *t);
 
 /* A tensor over the memory of m (zero copy) that takes m over: m's deleter (when not NULL) is called
  * when the last view goes, after queued CUDA work that may read it. Supported: CPU, CUDA host and
- * CUDA device 0 memory; float32/64, int32/64 and bool with one lane; strides >= 0, aligned data. On
+ * CUDA device 0 memory; float16/32/64, bfloat16, int32/64 and bool with one lane; strides >= 0, aligned data. On
  * failure m is left to the caller, not deleted. */
 cs_status cs_from_dlpack(cs_tensor **out, DLManagedTensor *m);
 

@@ -21,7 +21,8 @@ static void delete_exported(DLManagedTensor *self)
 
 static const DLDataType DL_DTYPE[] = {
     [CS_FLOAT32] = { kDLFloat, 32, 1 }, [CS_FLOAT64] = { kDLFloat, 64, 1 }, [CS_INT32] = { kDLInt, 32, 1 },
-    [CS_INT64] = { kDLInt, 64, 1 }, [CS_BOOL] = { kDLBool, 8, 1 },
+    [CS_INT64] = { kDLInt, 64, 1 }, [CS_BOOL] = { kDLBool, 8, 1 }, [CS_FLOAT16] = { kDLFloat, 16, 1 },
+    [CS_BFLOAT16] = { kDLBfloat, 16, 1 },
 };
 
 cs_status cs_to_dlpack(DLManagedTensor **out, const cs_tensor *t)
@@ -72,7 +73,7 @@ static cs_status dtype_of(DLDataType t, cs_dtype *out)
 {
     const int lanes = t.lanes;
     if (lanes == 1) {
-        for (int d = CS_FLOAT32; d <= CS_BOOL; d++)
+        for (int d = 0; d < CS_NUM_DTYPES; d++)
             if (DL_DTYPE[d].code == t.code && DL_DTYPE[d].bits == t.bits) {
                 *out = (cs_dtype)d;
                 return CS_OK;
@@ -82,7 +83,8 @@ static cs_status dtype_of(DLDataType t, cs_dtype *out)
     if (t.code >= sizeof codes / sizeof codes[0])
         return cs_fail(CS_ERR_UNSUPPORTED, "dtype: DLPack type code %d of %d bits is not supported", (int)t.code,
                        (int)t.bits);
-    return cs_fail(CS_ERR_UNSUPPORTED, "dtype: %s%d%s is not supported (float32, float64, int32, int64 and bool are)",
+    return cs_fail(CS_ERR_UNSUPPORTED,
+                   "dtype: %s%d%s is not supported (float16, bfloat16, float32, float64, int32, int64 and bool are)",
                    codes[t.code], (int)t.bits, lanes != 1 ? " with several lanes" : "");
 }
 

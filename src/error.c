@@ -2,6 +2,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include "internal.h"
+#include "scalar.h"
 
 static _Thread_local char last_error[1024];
 
@@ -24,6 +25,7 @@ size_t cs_dtype_size(cs_dtype dtype)
     case CS_FLOAT32: case CS_INT32: return 4;
     case CS_FLOAT64: case CS_INT64: return 8;
     case CS_BOOL: return 1;
+    case CS_FLOAT16: case CS_BFLOAT16: return 2;
     }
     return 0;
 }
@@ -36,8 +38,10 @@ const char *cs_dtype_name(cs_dtype dtype)
     case CS_INT32: return "int32";
     case CS_INT64: return "int64";
     case CS_BOOL: return "bool";
+    case CS_FLOAT16: return "float16";
+    case CS_BFLOAT16: return "bfloat16";
     }
     return "?";
 }
 
-int cs_dtype_is_float(cs_dtype d) { return d == CS_FLOAT32 || d == CS_FLOAT64; }
+int cs_dtype_is_float(cs_dtype d) { return cs_is_float(d); }

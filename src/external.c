@@ -16,7 +16,7 @@ cs_status cs_from_blob(cs_tensor **out, void *data, size_t bytes, cs_device devi
                        const int64_t *shape, const int64_t *strides, int64_t offset, void (*release)(void *ctx),
                        void *ctx)
 {
-    if ((unsigned)dtype > CS_BOOL) return cs_fail(CS_ERR_ARGUMENT, "dtype: unknown dtype %d", (int)dtype);
+    if ((unsigned)dtype >= CS_NUM_DTYPES) return cs_fail(CS_ERR_ARGUMENT, "dtype: unknown dtype %d", (int)dtype);
     if (device != CS_CPU && device != CS_CUDA) return cs_fail(CS_ERR_ARGUMENT, "device: unknown device %d", (int)device);
     if (device == CS_CUDA) {
         cs_status st = cs_cuda_ready();
@@ -71,7 +71,7 @@ cs_status cs_map_file(cs_tensor **out, const char *path, int64_t offset, int64_t
                       const int64_t *shape, const int64_t *strides)
 {
     if (!path) return cs_fail(CS_ERR_ARGUMENT, "path: NULL");
-    if ((unsigned)dtype > CS_BOOL) return cs_fail(CS_ERR_ARGUMENT, "dtype: unknown dtype %d", (int)dtype);
+    if ((unsigned)dtype >= CS_NUM_DTYPES) return cs_fail(CS_ERR_ARGUMENT, "dtype: unknown dtype %d", (int)dtype);
     if (offset < 0 || bytes < 0) return cs_fail(CS_ERR_ARGUMENT, "%s: negative offset or size", path);
     if (offset % (int64_t)cs_dtype_size(dtype))
         return cs_fail(CS_ERR_ARGUMENT, "%s: the data at byte %lld is not aligned to its %zu-byte elements", path,

@@ -35,6 +35,7 @@ cs_status cs_fail(cs_status status, const char *fmt, ...)
 #endif
     ;
 const char *cs_dtype_name(cs_dtype dtype);
+enum { CS_NUM_DTYPES = CS_BFLOAT16 + 1 };  /* dtypes are 0 .. CS_NUM_DTYPES - 1 */
 
 /* ---- storage (storage.c) ---- */
 cs_status cs_storage_new(cs_storage **out, cs_device device, size_t bytes);

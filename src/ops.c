@@ -262,7 +262,7 @@ cs_status cs_unary(cs_tensor *out, const cs_tensor *x, cs_unary_op op)
 static cs_dtype wider(cs_dtype a, cs_dtype b)
 {
     if (a == CS_FLOAT64 || b == CS_FLOAT64) return CS_FLOAT64;
-    if (a == CS_FLOAT32 || b == CS_FLOAT32) return CS_FLOAT32;
+    if (cs_dtype_is_float(a) || cs_dtype_is_float(b)) return CS_FLOAT32; /* floats compare in double */
     if (a == CS_INT64 || b == CS_INT64) return CS_INT64;
     if (a == CS_INT32 || b == CS_INT32) return CS_INT32;
     return CS_BOOL;

@@ -7,12 +7,7 @@
 #include <math.h>
 #include <stdint.h>
 #include "cuscan.h"
-
-#if defined(__CUDACC__)
-#define CS_HD static __host__ __device__ __forceinline__
-#else
-#define CS_HD static inline
-#endif
+#include "half.h"
 
 /* Philox4x32-10 (Salmon et al. 2011), the generator cuRAND and PyTorch use. */
 CS_HD void cs_philox4x32(uint32_t c[4], uint32_t k0, uint32_t k1)
@@ -31,16 +26,24 @@ CS_HD void cs_philox4x32(uint32_t c[4], uint32_t k0, uint32_t k1)
     }
 }
 
-/* Uniform in [0, 1) for element `index` under `seed`: 24 random bits for float32, 53 for float64. */
-CS_HD double cs_uniform(uint64_t index, uint64_t seed, int is_double)
+/* Uniform in [0, 1) for element `index` under `seed`, in as many random bits as dtype's significand
+ * holds (53 for float64, 24 for float32, 11 for float16, 8 for bfloat16), so that every value is exact
+ * in dtype and none rounds up to 1 (as PyTorch draws them). */
+CS_HD double cs_uniform(uint64_t index, uint64_t seed, cs_dtype dtype)
 {
     uint32_t c[4] = { (uint32_t)index, (uint32_t)(index >> 32), 0u, 0u };
     cs_philox4x32(c, (uint32_t)seed, (uint32_t)(seed >> 32));
-    if (is_double) {
+    if (dtype == CS_FLOAT64) {
         uint64_t bits = (((uint64_t)c[0] << 32) | c[1]) >> 11;
         return (double)bits * (1.0 / 9007199254740992.0);
     }
-    return (double)(c[0] >> 8) * (1.0 / 16777216.0);
+    const int bits = dtype == CS_FLOAT16 ? 11 : dtype == CS_BFLOAT16 ? 8 : 24;
+    return (double)(c[0] >> (32 - bits)) / (double)(1u << bits);
+}
+
+CS_HD int cs_is_float(cs_dtype d)
+{
+    return d == CS_FLOAT32 || d == CS_FLOAT64 || d == CS_FLOAT16 || d == CS_BFLOAT16;
 }
 
 /* Standard normal for element `index` under `seed`: the Box-Muller transform of two 53-bit uniforms
@@ -148,6 +151,8 @@ CS_HD double cs_load_double(const void *p, cs_dtype d, int64_t i)
     case CS_INT32: return ((const int32_t *)p)[i];
     case CS_INT64: return (double)((const int64_t *)p)[i];
     case CS_BOOL: return ((const uint8_t *)p)[i] != 0;
+    case CS_FLOAT16: return cs_float16_to_double(((const uint16_t *)p)[i]);
+    case CS_BFLOAT16: return cs_bfloat16_to_double(((const uint16_t *)p)[i]);
     }
     return 0.0;
 }
@@ -156,7 +161,10 @@ CS_HD int64_t cs_load_int(const void *p, cs_dtype d, int64_t i)
 {
     switch (d) {
     case CS_FLOAT32: { float v = ((const float *)p)[i]; return v != v ? 0 : (v >= 9.2233720368547758e18f ? INT64_MAX : (v <= -9.2233720368547758e18f ? INT64_MIN : (int64_t)v)); }
-    case CS_FLOAT64: { double v = ((const double *)p)[i]; return v != v ? 0 : (v >= 9.2233720368547758e18 ? INT64_MAX : (v <= -9.2233720368547758e18 ? INT64_MIN : (int64_t)v)); }
+    case CS_FLOAT64: case CS_FLOAT16: case CS_BFLOAT16: {
+        double v = cs_load_double(p, d, i);
+        return v != v ? 0 : (v >= 9.2233720368547758e18 ? INT64_MAX : (v <= -9.2233720368547758e18 ? INT64_MIN : (int64_t)v));
+    }
     case CS_INT32: return ((const int32_t *)p)[i];
     case CS_INT64: return ((const int64_t *)p)[i];
     case CS_BOOL: return ((const uint8_t *)p)[i] != 0;
@@ -172,6 +180,8 @@ CS_HD void cs_store_double(void *p, cs_dtype d, int64_t i, double v)
     case CS_INT32: ((int32_t *)p)[i] = (int32_t)(v != v ? 0 : (v >= 2147483647.0 ? 2147483647.0 : (v <= -2147483648.0 ? -2147483648.0 : v))); break;
     case CS_INT64: ((int64_t *)p)[i] = v != v ? 0 : (v >= 9.2233720368547758e18 ? INT64_MAX : (v <= -9.2233720368547758e18 ? INT64_MIN : (int64_t)v)); break;
     case CS_BOOL: ((uint8_t *)p)[i] = v != 0.0; break;
+    case CS_FLOAT16: ((uint16_t *)p)[i] = cs_float16_from_double(v); break;
+    case CS_BFLOAT16: ((uint16_t *)p)[i] = cs_bfloat16_from_double(v); break;
     }
 }
 
@@ -183,6 +193,7 @@ CS_HD void cs_store_int(void *p, cs_dtype d, int64_t i, int64_t v)
     case CS_INT32: ((int32_t *)p)[i] = (int32_t)(uint32_t)(uint64_t)v; break;
     case CS_INT64: ((int64_t *)p)[i] = v; break;
     case CS_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+    case CS_FLOAT16: case CS_BFLOAT16: cs_store_double(p, d, i, (double)v); break;
     }
 }
 

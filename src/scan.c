@@ -243,7 +243,8 @@ cs_status cs_scan_explain(char *buf, size_t n, const cs_tensor *x, int dim, cs_s
     cs_storage none = { .refcount = 1, .device = x->device, .data = (void *)(uintptr_t)4096 };
     cs_tensor fresh = *x;
     if (!out) {
-        if ((unsigned)out_dtype > CS_BOOL) return cs_fail(CS_ERR_ARGUMENT, "out_dtype: unknown dtype %d", (int)out_dtype);
+        if ((unsigned)out_dtype >= CS_NUM_DTYPES)
+            return cs_fail(CS_ERR_ARGUMENT, "out_dtype: unknown dtype %d", (int)out_dtype);
         fresh.storage = &none;
         fresh.dtype = out_dtype;
         fresh.offset = 0;

@@ -49,7 +49,7 @@ static cs_status alloc_with_strides(cs_tensor **out, int ndim, const int64_t *sh
     int64_t n = 0;
     cs_status st = check_shape(ndim, shape, &n);
     if (st) return st;
-    if ((unsigned)dtype > CS_BOOL) return cs_fail(CS_ERR_ARGUMENT, "dtype: unknown dtype %d", (int)dtype);
+    if ((unsigned)dtype >= CS_NUM_DTYPES) return cs_fail(CS_ERR_ARGUMENT, "dtype: unknown dtype %d", (int)dtype);
     if (device != CS_CPU && device != CS_CUDA) return cs_fail(CS_ERR_ARGUMENT, "device: unknown device %d", (int)device);
     size_t esize = cs_dtype_size(dtype);
     if (n > 0 && (uint64_t)n > (UINT64_MAX / 2) / esize)

@@ -6,8 +6,9 @@
 --       numbers) and every element satisfies |actual - expected| <= atol + rtol * |expected|
 --       (numpy's rule; NaN matches NaN, an infinity only the same infinity). Default tolerances
 --       follow actual's dtype: float32 rtol 1e-5, atol 1e-6; float64 rtol 1e-9, atol 1e-12;
---       integers and bool exact. A failure names the first differing index, both values, the count
---       of differing elements and the largest absolute and relative errors.
+--       float16 rtol 1e-3, atol 1e-5; bfloat16 rtol 1.6e-2, atol 1e-5; integers and bool exact. A
+--       failure names the first differing index, both values, the count of differing elements and
+--       the largest absolute and relative errors.
 --   assert.tensor_equal(expected, actual[, {strict = true}])
 --       the same with exact equality: numpy's array_equal rule, where -0.0 equals +0.0 (and, as in
 --       tensor_near, NaN matches NaN). With strict, a zero must also have the expected sign.
@@ -26,9 +27,11 @@ local ops = require("cuscan.ops")
 local format = string.format
 local abs, huge = math.abs, math.huge
 
-local DEFAULT_TOL = {
+local DEFAULT_TOL = {  -- float16 and bfloat16 as torch.testing.assert_close has them
   float32 = { 1e-5, 1e-6 },
   float64 = { 1e-9, 1e-12 },
+  float16 = { 1e-3, 1e-5 },
+  bfloat16 = { 1.6e-2, 1e-5 },
   int32 = { 0, 0 }, int64 = { 0, 0 }, bool = { 0, 0 },
 }
 
@@ -139,8 +142,9 @@ local function compare(expected, actual, rtol, atol, exact, strict)
 
   -- exact integer comparison where both are integer tensors (no rounding through double)
   local far
-  local ints = not from_table and rtol == 0 and atol == 0 and adtype ~= "float32" and adtype ~= "float64" and
-               expected.dtype ~= "float32" and expected.dtype ~= "float64"
+  local is_float = core.IS_FLOAT
+  local ints = not from_table and rtol == 0 and atol == 0 and not is_float[core.DTYPE[adtype]] and
+               not is_float[core.DTYPE[expected.dtype]]
   if ints then
     local e2 = et.device == actual.device and et or et:to(actual.device)
     far = actual:ne(e2):sum()

@@ -64,18 +64,28 @@ core.describe = describe
 ---------------------------------------------------------------------------------------------------
 -- dtypes and devices
 ---------------------------------------------------------------------------------------------------
-local F32, F64, I32, I64, BOOL = 0, 1, 2, 3, 4
-core.F32, core.F64, core.I32, core.I64, core.BOOL = F32, F64, I32, I64, BOOL
-core.DTYPE = { float32 = F32, float64 = F64, int32 = I32, int64 = I64, bool = BOOL }
-core.DTYPE_NAME = { [F32] = "float32", [F64] = "float64", [I32] = "int32", [I64] = "int64", [BOOL] = "bool" }
-core.DTYPE_SIZE = { [F32] = 4, [F64] = 8, [I32] = 4, [I64] = 8, [BOOL] = 1 }
-core.IS_FLOAT = { [F32] = true, [F64] = true, [I32] = false, [I64] = false, [BOOL] = false }
--- promotion order, as torch: bool < int32 < int64 < float32 < float64
-core.RANK = { [BOOL] = 0, [I32] = 1, [I64] = 2, [F32] = 3, [F64] = 4 }
+local F32, F64, I32, I64, BOOL, F16, BF16 = 0, 1, 2, 3, 4, 5, 6
+core.F32, core.F64, core.I32, core.I64, core.BOOL, core.F16, core.BF16 = F32, F64, I32, I64, BOOL, F16, BF16
+core.DTYPE = { float32 = F32, float64 = F64, int32 = I32, int64 = I64, bool = BOOL, float16 = F16, bfloat16 = BF16 }
+core.DTYPE_NAME = { [F32] = "float32", [F64] = "float64", [I32] = "int32", [I64] = "int64", [BOOL] = "bool",
+                    [F16] = "float16", [BF16] = "bfloat16" }
+core.DTYPE_SIZE = { [F32] = 4, [F64] = 8, [I32] = 4, [I64] = 8, [BOOL] = 1, [F16] = 2, [BF16] = 2 }
+core.IS_FLOAT = { [F32] = true, [F64] = true, [I32] = false, [I64] = false, [BOOL] = false, [F16] = true,
+                  [BF16] = true }
+-- promotion order, as torch: bool < int32 < int64 < float16, bfloat16 < float32 < float64 (float16
+-- with bfloat16 gives float32: ops.promote)
+core.RANK = { [BOOL] = 0, [I32] = 1, [I64] = 2, [F16] = 3, [BF16] = 3, [F32] = 4, [F64] = 5 }
+-- float16 and bfloat16 elements are read and written as their bits
 core.ELEM_PTR = {
   [F32] = ffi.typeof("float *"), [F64] = ffi.typeof("double *"), [I32] = ffi.typeof("int32_t *"),
-  [I64] = ffi.typeof("int64_t *"), [BOOL] = ffi.typeof("uint8_t *"),
+  [I64] = ffi.typeof("int64_t *"), [BOOL] = ffi.typeof("uint8_t *"), [F16] = ffi.typeof("uint16_t *"),
+  [BF16] = ffi.typeof("uint16_t *"),
 }
+-- The dtype Lua writes values of a dtype in: float64 for float16 and bfloat16, whose values C then
+-- rounds (cs_copy), so that every way into them rounds by the C core's one rule.
+function core.written_as(dtype)
+  return (dtype == F16 or dtype == BF16) and F64 or dtype
+end
 local CPU, CUDA = 0, 1
 core.CPU, core.CUDA = CPU, CUDA
 core.DEVICE = { cpu = CPU, cuda = CUDA, ["cuda:0"] = CUDA }
@@ -91,7 +101,7 @@ function core.cuda_reason()
   return ffi_string(C.cs_cuda_unavailable_reason())
 end
 
-local DTYPE_LIST = "float32, float64, int32, int64 or bool"
+local DTYPE_LIST = "float32, float64, float16, bfloat16, int32, int64 or bool"
 
 function core.parse_dtype(v, fname, argname)
   local d = core.DTYPE[v]
@@ -172,7 +182,7 @@ function core.check_element(v, dtype, fname, argname)
   local tv = type(v)
   if tv == "boolean" then return v and 1 or 0 end
   if tv == "number" then
-    if dtype == F32 or dtype == F64 then return v end
+    if core.IS_FLOAT[dtype] then return v end
     if dtype == BOOL then return v ~= 0 and 1 or 0 end
     if v ~= v then raise(format("%s: %s: NaN cannot be stored in %s", fname, argname, core.DTYPE_NAME[dtype])) end
     if v == huge or v == -huge then
@@ -184,7 +194,7 @@ function core.check_element(v, dtype, fname, argname)
     return w
   end
   if tv == "cdata" and (istype(int64_ct, v) or istype(uint64_ct, v)) then
-    if dtype == F32 or dtype == F64 then return tonumber(v) end
+    if core.IS_FLOAT[dtype] then return tonumber(v) end
     if dtype == BOOL then return v ~= 0 and 1 or 0 end
     local lim = INT_LIMITS[dtype]
     if istype(uint64_ct, v) then
@@ -204,7 +214,7 @@ end
 -- corrupts the VM. These read the element's bits through a uint32_t pointer, give Lua's own NaN
 -- for any NaN, and convert the rest through a union.
 ---------------------------------------------------------------------------------------------------
-local band = require("bit").band
+local band, rshift = require("bit").band, require("bit").rshift
 local NAN = 0 / 0
 local f32box = ffi.new("union { uint32_t u; float f; }")
 local f64box = ffi.new("union { uint32_t w[2]; double d; }")
@@ -224,6 +234,30 @@ function core.read_f64(q, i)
   f64box.w[0] = lo
   f64box.w[1] = hi
   return f64box.d
+end
+
+-- element i of a float16 array given as uint16_t * (its bits); exact in a double
+function core.read_f16(q, i)
+  local b = q[i]
+  local e, m = band(rshift(b, 10), 0x1f), band(b, 0x3ff)
+  local v
+  if e == 0x1f then
+    if m ~= 0 then return NAN end
+    v = huge
+  elseif e == 0 then
+    v = m * 2 ^ -24
+  else
+    v = (m + 1024) * 2 ^ (e - 25)
+  end
+  return b >= 0x8000 and -v or v
+end
+
+-- element i of a bfloat16 array given as uint16_t *: the top half of a float32
+function core.read_bf16(q, i)
+  local b = q[i]
+  if band(b, 0x7f80) == 0x7f80 and band(b, 0x007f) ~= 0 then return NAN end
+  f32box.u = b * 65536
+  return f32box.f
 end
 
 ---------------------------------------------------------------------------------------------------

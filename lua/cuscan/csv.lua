@@ -10,7 +10,7 @@ core.own_file()
 local C = core.C
 local format = string.format
 local type, tonumber, tostring = type, tonumber, tostring
-local F32, F64, I32, I64, BOOL = core.F32, core.F64, core.I32, core.I64, core.BOOL
+local F64, I32, I64, BOOL = core.F64, core.I32, core.I64, core.BOOL
 
 local csv = {}
 
@@ -109,10 +109,11 @@ function csv.read(next_line, dtype, opts, bad)
   end
   -- one column gives a 1-d tensor, as NumPy's loadtxt does; anything else rows x columns
   local shape = (cols == nil or cols == 1) and { rows } or { rows, cols }
-  local t = core.empty(shape, dtype, core.CPU, "load")
+  local written = core.written_as(dtype)
+  local t = core.empty(shape, written, core.CPU, "load")
   local th = core.check_tensor(t, "load", "out")
   if #values > 0 then
-    local p = ffi.cast(core.ELEM_PTR[dtype], C.cs_tensor_data(th))
+    local p = ffi.cast(core.ELEM_PTR[written], C.cs_tensor_data(th))
     if dtype == BOOL then
       for i = 1, #values do p[i - 1] = values[i] and 1 or 0 end
     else
@@ -120,6 +121,7 @@ function csv.read(next_line, dtype, opts, bad)
     end
     core.keep(t)
   end
+  if written ~= dtype then t = core.methods.to(t, core.DTYPE_NAME[dtype]) end
   return t, names or (opts.header and {} or nil)
 end
 
@@ -160,7 +162,7 @@ function csv.write(emit, rows, dtype, delim)
   for _, row in ipairs(rows) do
     local parts = {}
     for j, v in ipairs(type(row) == "table" and row or { row }) do
-      if dtype == F32 or dtype == F64 then parts[j] = number_text(v, dtype)
+      if core.IS_FLOAT[dtype] then parts[j] = number_text(v, dtype)
       elseif dtype == BOOL then parts[j] = v and "1" or "0"
       else parts[j] = (tostring(v):gsub("LL$", "")) end
     end

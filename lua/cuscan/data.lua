@@ -10,7 +10,7 @@ local keep = core.keep
 local raise, describe, format = core.raise, core.describe, string.format
 local type, tonumber, floor, huge = type, tonumber, math.floor, math.huge
 local cast = ffi.cast
-local F32, F64, I32, I64, BOOL = core.F32, core.F64, core.I32, core.I64, core.BOOL
+local F32, F64, I32, I64, BOOL, F16, BF16 = core.F32, core.F64, core.I32, core.I64, core.BOOL, core.F16, core.BF16
 local CPU, CUDA = core.CPU, core.CUDA
 local ELEM_PTR = core.ELEM_PTR
 local int64_ct = ffi.typeof("int64_t")
@@ -40,7 +40,8 @@ data.on_host = on_host
 -- Reading
 ---------------------------------------------------------------------------------------------------
 -- Floats are read as bits (see core.read_f32 and core.read_f64): a NaN loaded straight from
--- memory keeps its payload, and LuaJIT reads some payloads as tagged values, not numbers.
+-- memory keeps its payload, and LuaJIT reads some payloads as tagged values, not numbers. float16
+-- and bfloat16 elements are bits in any case.
 local read_f32, read_f64 = core.read_f32, core.read_f64
 local u32_ptr = ffi.typeof("uint32_t *")
 
@@ -50,13 +51,15 @@ local READ = {
   [I32] = function(p, i) return p[i] end,
   [I64] = function(p, i) return tonumber(p[i]) end,
   [BOOL] = function(p, i) return p[i] ~= 0 end,
+  [F16] = core.read_f16,
+  [BF16] = core.read_bf16,
 }
 data.READ = READ
 
 -- The pointer READ[dtype] takes: element 0 of a CPU tensor's handle (floats as bits).
 local function read_ptr(t, dtype)
   local p = host_ptr(t, dtype)
-  if dtype == F32 or dtype == F64 then return cast(u32_ptr, p) end
+  if dtype == F32 or dtype == F64 then return cast(u32_ptr, p) end  -- float16 and bfloat16: bits already
   return p
 end
 data.read_ptr = read_ptr
@@ -273,16 +276,17 @@ function data.from_table(value, dtype, dev, fname)
   end
   local shape, kind = infer(value, fname)
   if dtype == nil then dtype = (kind == "boolean") and BOOL or F32 end
+  local written = core.written_as(dtype)
   local nd, n = core.parse_shape(shape, fname, "data")
-  local h = core.empty_from_sh(nd, dtype, CPU, fname)
+  local h = core.empty_from_sh(nd, written, CPU, fname)
   local hh = core.check_tensor(h, fname, "data")
   if n > 0 then
-    local p = host_ptr(hh, dtype)
-    local write = writer(dtype, fname)
+    local p = host_ptr(hh, written)
+    local write = writer(written, fname)
     if nd == 0 then write(p, 0, value) else fill_rows(value, 1, nd, p, 0, write) end
     keep(h)
   end
-  if dev == CPU then return h end
+  if dev == CPU and written == dtype then return h end
   local d = core.empty_like(hh, dtype, dev, fname)
   core.call(fname, C.cs_copy, core.check_tensor(d, fname, "data"), hh)
   return d

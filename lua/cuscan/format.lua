@@ -11,7 +11,7 @@ core.own_file()
 local C = core.C
 local format, rep, concat = string.format, string.rep, table.concat
 local type, tonumber, tostring, floor, abs, huge = type, tonumber, tostring, math.floor, math.abs, math.huge
-local F32, F64, I64, BOOL = core.F32, core.F64, core.I64, core.BOOL
+local F64, I64, BOOL = core.F64, core.I64, core.BOOL
 local CPU = core.CPU
 local check_tensor = core.check_tensor
 
@@ -131,7 +131,7 @@ local function value_strings(t)
     for i, o in ipairs(offs) do out[i] = p[o] ~= 0 and "true" or "false" end
   elseif dtype == I64 then
     for i, o in ipairs(offs) do out[i] = (tostring(p[o]):gsub("LL$", "")) end
-  elseif dtype == F32 or dtype == F64 then
+  elseif core.IS_FLOAT[dtype] then
     local vals = {}
     local maxa, mina, integral, finite = 0, huge, true, false
     for i, o in ipairs(offs) do

@@ -65,15 +65,16 @@ local ENTRIES = {
     [[Uniform random numbers in [0, 1). opts = {seed=, dtype=, device=}: with a seed the same
       values on either device (a counter-based generator over the elements in row-major order);
       without one the next seed of the module's generator (see cs.manual_seed), so a script draws
-      the same numbers on every run. float32 or float64.]],
-    [[dtype other than float32 or float64; a seed that is not a non-negative integer; shape errors
-      as for cs.zeros.]] },
+      the same numbers on every run. A float dtype: float32 (24 random bits), float64 (53), float16
+      (11) or bfloat16 (8), so that every value is exact in the dtype and below 1.]],
+    [[dtype other than a float dtype; a seed that is not a non-negative integer; shape errors as for
+      cs.zeros.]] },
   { "Constructors", { "cs.randn" }, "cs.randn(shape[, opts])",
     [[Standard normal random numbers (mean 0, variance 1) by the Box-Muller transform of the
       counter-based generator of cs.rand, on a stream of its own. opts = {seed=, dtype=, device=}
       as for cs.rand: with a seed the same values on either device (up to the rounding of the
-      device's log and cos); without one the next seed of the module's generator. float32 or
-      float64.]],
+      device's log and cos); without one the next seed of the module's generator. A float dtype
+      (float16 and bfloat16 round the float64 value).]],
     [[As for cs.rand.]] },
   { "Constructors", { "cs.empty" }, "cs.empty(shape[, opts])",
     [[A new tensor whose elements are not set (they hold whatever the memory held); shape and opts
@@ -96,11 +97,12 @@ local ENTRIES = {
       elements strictly before it (after it when reversed), the first getting 0; mask is a bool
       tensor of x's shape and device, and elements under false contribute 0 (a NaN or Inf there
       never reaches the result); out is an existing tensor to write (out = x scans in place); dtype
-      is the accumulation and output dtype (float32 to float64, int32 or bool to int64). Without
-      dtype the output has x's dtype (int64 for bool). Floats accumulate in float64 on both devices
-      and each output is rounded once (float32 outputs within 1 ulp of the true prefix); -0.0 is
-      the identity of float sums, so a sum of -0.0 is -0.0. Integer sums wrap around on overflow.
-      The result is bit-identical from run to run.]],
+      is the output dtype (float16 or bfloat16 to float32 or float64, float32 to float64, int32 or
+      bool to int64). Without dtype the output has x's dtype (int64 for bool). Floats accumulate in
+      float64 on both devices and each output is rounded once (float32, float16 and bfloat16
+      outputs within 1 ulp of the true prefix); -0.0 is the identity of float sums, so a sum of
+      -0.0 is -0.0. Integer sums wrap around on overflow (accumulate in int64 with dtype). The
+      result is bit-identical from run to run.]],
     [[dim out of range, zero or fractional; a mask of another shape, dtype or device; out of another
       shape, dtype or device, an expanded view (x:expand), or out overlapping x other than being x
       itself; an unsupported dtype pair; an unknown option; not enough memory.]] },
@@ -144,7 +146,8 @@ local ENTRIES = {
   { "Queries", { "x:dim" }, "x:dim()", [[The number of dims (0 for a 0-d tensor).]] },
   { "Queries", { "x:numel" }, "x:numel()", [[The number of elements.]] },
   { "Queries", { "x.dtype" }, "x.dtype",
-    [[The dtype name: "float32", "float64", "int32", "int64" or "bool". Read-only, as is x.device.]] },
+    [[The dtype name: "float32", "float64", "float16", "bfloat16", "int32", "int64" or "bool".
+      Read-only, as is x.device.]] },
   { "Queries", { "x.device" }, "x.device", [[The device name, "cpu" or "cuda". Read-only.]] },
   { "Queries", { "x:is_contiguous" }, "x:is_contiguous()",
     [[true when x's elements are packed in row-major order (views such as transposes are not).]] },
@@ -158,8 +161,8 @@ local ENTRIES = {
       an int64 tensor gives an int64_t cdata, exact beyond 2^53.]],
     [[x has other than one element; an unknown option.]] },
   { "Queries", { "tostring" }, "tostring(x) / print(x)",
-    [[The values, then a line such as [cuscan float32 tensor 2x3, cuda]. float32 values show 4
-      digits after the point (or in scientific notation when their magnitudes call for it); float64
+    [[The values, then a line such as [cuscan float32 tensor 2x3, cuda]. float32, float16 and
+      bfloat16 values show 4 digits after the point (or in scientific notation when their magnitudes call for it); float64
       values at least 4 and as many more as make each value read back as itself, so values that
       differ print differently (0.1 + 0.2 shows as 0.30000000000000004); int64 values exactly.
       Tensors of more than 1000 elements show their corners with ... as numpy and torch do.
@@ -203,8 +206,10 @@ local ENTRIES = {
   { "Views and copies", { "x:to" }, "x:to(device) / x:to(dtype) / x:to{device=, dtype=}",
     [[x on another device or converted to another dtype: x itself when nothing changes, else a
       copy. Conversion to an integer dtype truncates toward zero and saturates: values beyond its
-      range become its lowest or highest value, and NaN becomes 0.]],
-    [[An unknown dtype (a name that is not a device, such as "float16", is taken for a dtype) or
+      range become its lowest or highest value, and NaN becomes 0. Conversion to float32, float16
+      or bfloat16 rounds to nearest, ties to even; values beyond the range become +-inf, and NaN,
+      -0.0 and denormals are kept.]],
+    [[An unknown dtype (a name that is not a device, such as "float8", is taken for a dtype) or
       device; "cuda" without a usable device.]] },
   { "Views and copies", { "x:cpu" }, "x:cpu()", [[x on the CPU (x itself when it is there).]] },
   { "Views and copies", { "x:cuda" }, "x:cuda()",
@@ -244,9 +249,11 @@ local ENTRIES = {
 
   { "Element-wise", { "x:add" }, "x:add(y) / x + y",
     [[Element-wise sum; y is a tensor or a number. Shapes broadcast as in numpy; dtypes promote as in
-      torch (bool < int32 < int64 < float32 < float64). A whole number keeps an integer tensor's
-      dtype (bool gives int64) and must fit in it; a fractional, infinite or NaN number gives
-      float32. The operators + - * / and unary - are the same operations.]],
+      torch (bool < int32 < int64 < float16, bfloat16 < float32 < float64; float16 with bfloat16
+      gives float32). A number keeps a float tensor's dtype; a whole number keeps an integer
+      tensor's dtype (bool gives int64) and must fit in it; a fractional, infinite or NaN number
+      gives float32. Floats compute in float64 and round once to the result's dtype. The operators
+      + - * / and unary - are the same operations.]],
     [[Shapes that do not broadcast; tensors on different devices; a whole number beyond an integer
       tensor's range.]] },
   { "Element-wise", { "x:sub" }, "x:sub(y) / x - y",
@@ -327,8 +334,10 @@ local ENTRIES = {
   { "Files", { "cs.save" }, "cs.save(path, x[, opts])",
     [[Writes x to the file at path, in the format its extension names (.npy, .csv, .txt) or
       opts.format ("npy", "csv" or "txt"). .npy: NumPy's format (1.0, or 2.0 for a very large
-      header), any dtype and shape, readable by numpy.load. .csv and .txt: 1-d (one value a line)
-      and 2-d tensors, one row a line, separated by opts.delimiter ("," for .csv, " " for .txt);
+      header), any dtype and shape, readable by numpy.load (bfloat16, which NumPy lacks, as <V2
+      raw words, as ml_dtypes' arrays are saved: numpy.load(path).view(ml_dtypes.bfloat16)). .csv
+      and .txt: 1-d (one value a line) and 2-d tensors, one row a line, separated by
+      opts.delimiter ("," for .csv, " " for .txt);
       floats with the fewest digits that read back as the same value (float64 bit for bit), nan,
       inf and -inf; integers exactly; bool as 1 and 0; opts.header, a line or a list of column
       names, goes first. The file is written under a temporary name beside path and renamed over
@@ -339,7 +348,8 @@ local ENTRIES = {
   { "Files", { "cs.load" }, "cs.load(path[, opts])",
     [[The tensor in the file at path, the format from its extension or opts.format; opts.device
       places it (the default device unless named). .npy: format versions 1.0, 2.0 and 3.0; <f4,
-      <f8, <i4, <i8 and |b1 (big-endian data is converted); C or Fortran order (a Fortran array
+      <f8, <f2, <i4, <i8, |b1, and 2-byte raw words (<V2, as an array of ml_dtypes' bfloat16 is
+      saved) as bfloat16 (big-endian data is converted); C or Fortran order (a Fortran array
       comes back as a column-major view, as numpy loads it); 0-d and empty arrays. opts.mmap = true
       maps the file copy-on-write instead of reading it: a CPU tensor whose pages load from the
       file when touched, so a file larger than memory can be scanned in pieces with narrow; writes
@@ -351,7 +361,7 @@ local ENTRIES = {
       and the names come back as a second result.]],
     [[A missing, unreadable or malformed file, each naming the file and the problem: no permission,
       a directory, bad magic, truncated data, a header whose shape does not match the data, a shape
-      that overflows, an unsupported dtype (such as float16, complex or object), a value that is
+      that overflows, an unsupported dtype (such as complex, uint8 or object), a value that is
       not a number, rows of different lengths; mmap of big-endian data or with a device other than
       "cpu"; an option the format does not take.]] },
 
@@ -362,14 +372,15 @@ local ENTRIES = {
       used. NULL for a tensor of no elements.]] },
   { "Sharing memory", { "x:to_dlpack" }, "x:to_dlpack()",
     [[A DLManagedTensor * (DLPack 0.8 and later) describing x without a copy: its data, shape,
-      strides (in elements), dtype (bool as kDLBool) and device (kDLCPU or kDLCUDA device 0). It
+      strides (in elements), dtype (bool as kDLBool, bfloat16 as kDLBfloat) and device (kDLCPU or kDLCUDA device 0). It
       keeps x's storage alive until its deleter is called, which whoever takes it (cs.from_dlpack,
       a C library) must do exactly once; one that is never handed on leaks x's storage. Waits for
       queued CUDA work, so a consumer on another stream sees x's values.]] },
   { "Sharing memory", { "cs.from_dlpack" }, "cs.from_dlpack(ptr)",
     [[A tensor over the memory of a DLManagedTensor * (ptr, any pointer cdata to one), without a
       copy, taking ptr over: its deleter is called once the tensor and every view of it are gone.
-      CPU, CUDA host and CUDA device 0 memory; float32, float64, int32, int64 and bool (kDLBool);
+      CPU, CUDA host and CUDA device 0 memory; float16, float32, float64, bfloat16 (kDLBfloat),
+      int32, int64 and bool (kDLBool);
       strides >= 0 (NULL strides: row-major). The producer's writes must be complete, and ptr
       must stay valid until its deleter runs (one made with ffi.new must stay referenced).]],
     [[ptr is not a pointer or is NULL; an unsupported device, dtype (the message names it), lanes
@@ -388,7 +399,8 @@ local ENTRIES = {
     [[After require("cuscan.assertions") in a busted spec: passes when actual (a tensor) has
       expected's shape (expected is a tensor, a nested table or a number), a compatible dtype and
       every element within atol + rtol * |expected| (defaults by dtype: float32 1e-5 and 1e-6,
-      float64 1e-9 and 1e-12, integers exact). A failure gives the first differing index, both
+      float64 1e-9 and 1e-12, float16 1e-3 and 1e-5, bfloat16 1.6e-2 and 1e-5, as torch has
+      them; integers exact). A failure gives the first differing index, both
       values, and the largest absolute and relative errors.]] },
   { "Checking results", { "assert.tensor_equal" }, "assert.tensor_equal(expected, actual[, opts])",
     [[As assert.tensor_near with exact equality, by numpy's array_equal rule: -0.0 equals +0.0 (and
@@ -412,7 +424,10 @@ local ENTRIES = {
   { "Module", { "cs.version" }, "cs.version",
     [[The version string of the library, such as "0.1.0" (also `bin/cuscan --version`).]] },
   { "Module", { "cs.dtypes" }, "cs.dtypes",
-    [[The dtype names: {"float32", "float64", "int32", "int64", "bool"}.]] },
+    [[The dtype names: {"float32", "float64", "int32", "int64", "bool", "float16", "bfloat16"}.
+      float16 is IEEE binary16 (11 significant bits, largest 65504, denormals down to 2^-24);
+      bfloat16 the top half of a float32 (8 significant bits, float32's range). Both are 2 bytes an
+      element; arithmetic and scans compute in float64 and round each result once.]] },
 
   { "REPL", { "help" }, "help([topic])",
     [[(bin/cuscan) Prints the signature and description of a function given as a value

@@ -33,7 +33,7 @@ local F32, F64, I32, I64, BOOL = core.F32, core.F64, core.I32, core.I64, core.BO
 local cs = {}
 
 cs.version = ffi.string(C.cs_version())
-cs.dtypes = { "float32", "float64", "int32", "int64", "bool" }
+cs.dtypes = { "float32", "float64", "int32", "int64", "bool", "float16", "bfloat16" }
 
 ---------------------------------------------------------------------------------------------------
 -- Devices
@@ -152,8 +152,9 @@ end
 local function random_tensor(shape, opts, fname, fill)
   local dtype, dev = ctor_opts(opts, RAND_OPTS, fname)
   dtype = dtype or F32
-  if dtype ~= F32 and dtype ~= F64 then
-    raise(format("%s: dtype: expected float32 or float64, got %s", fname, core.DTYPE_NAME[dtype]))
+  if not core.IS_FLOAT[dtype] then
+    raise(format("%s: dtype: expected a float dtype (float32, float64, float16 or bfloat16), got %s", fname,
+                 core.DTYPE_NAME[dtype]))
   end
   local seed = (opts and opts.seed ~= nil) and check_seed(opts.seed, fname) or next_seed()
   local t = new_tensor(shape, dtype, dev, fname)

@@ -15,13 +15,18 @@ local type, tonumber, floor = type, tonumber, math.floor
 local npy = {}
 
 -- The element types cuscan reads and writes: the descr's type code (without its byte order) and
--- the dtype it is. One entry per dtype: a new dtype (float16 as "f2", say) is one more line here.
+-- the dtype it is. One entry per dtype. NumPy has no bfloat16: an array of ml_dtypes' bfloat16 is
+-- saved with the descr '<V2' (2-byte raw words), so cuscan writes bfloat16 so and reads every 2-byte
+-- raw word as bfloat16; NumPy loads such a file as V2, which .view(ml_dtypes.bfloat16) makes
+-- bfloat16 again.
 local FORMATS = {
   { code = "f4", dtype = "float32" },
   { code = "f8", dtype = "float64" },
   { code = "i4", dtype = "int32" },
   { code = "i8", dtype = "int64" },
   { code = "b1", dtype = "bool" },
+  { code = "f2", dtype = "float16" },
+  { code = "V2", dtype = "bfloat16" },
 }
 local DTYPE_OF_CODE, CODE_OF_DTYPE = {}, {}
 for _, f in ipairs(FORMATS) do
@@ -29,11 +34,11 @@ for _, f in ipairs(FORMATS) do
   CODE_OF_DTYPE[f.dtype] = f.code
 end
 
--- Names for codes that are not (yet) cuscan dtypes, for the error message.
+-- Names for codes that are not cuscan dtypes, for the error message.
 local OTHER = {
-  f2 = "float16", f16 = "float128", c8 = "complex64", c16 = "complex128", c32 = "complex256",
+  f16 = "float128", c8 = "complex64", c16 = "complex128", c32 = "complex256",
   O = "Python objects", O8 = "Python objects", i1 = "int8", i2 = "int16", u1 = "uint8", u2 = "uint16",
-  u4 = "uint32", u8 = "uint64", V2 = "2-byte raw words, as ml_dtypes writes bfloat16",
+  u4 = "uint32", u8 = "uint64",
 }
 
 local MAGIC = "\147NUMPY"
@@ -130,7 +135,8 @@ local function read_header(text, bad)
   if not dtype then
     local other = OTHER[code]
     bad("unsupported dtype '%s'%s: cuscan reads %s", descr, other and " (" .. other .. ")" or "",
-        "float32 (<f4), float64 (<f8), int32 (<i4), int64 (<i8) and bool (|b1)")
+        "float32 (<f4), float64 (<f8), float16 (<f2), bfloat16 (<V2, as ml_dtypes writes it), int32 (<i4), " ..
+        "int64 (<i8) and bool (|b1)")
   end
   local size = core.DTYPE_SIZE[core.DTYPE[dtype]]
   local dims = {}
@@ -193,7 +199,9 @@ end
 
 -- Reverses the byte order of n elements of `size` bytes at p (a uint8_t *) in place.
 local function swap_bytes(p, n, size)
-  if size == 4 then
+  if size == 2 then
+    for i = 0, 2 * n - 1, 2 do p[i], p[i + 1] = p[i + 1], p[i] end
+  elseif size == 4 then
     local q = ffi.cast("int32_t *", p)
     for i = 0, n - 1 do q[i] = bit.bswap(q[i]) end
   elseif size == 8 then

@@ -90,12 +90,16 @@ local function check_same_device(a, b, fname)
 end
 
 ---------------------------------------------------------------------------------------------------
--- Type promotion (as torch): bool < int32 < int64 < float32 < float64. A number keeps a float
+-- Type promotion (as torch): bool < int32 < int64 < float16, bfloat16 < float32 < float64, and
+-- float16 with bfloat16 gives float32 (neither holds the other's values). A number keeps a float
 -- tensor's dtype and an integer tensor's dtype when it is a whole number (which must then fit in
 -- that dtype); a fractional, infinite or NaN number with an integer or bool tensor gives float32;
 -- a whole number with a bool tensor gives int64.
 ---------------------------------------------------------------------------------------------------
-local function promote(a, b) return RANK[a] >= RANK[b] and a or b end
+local function promote(a, b)
+  if RANK[a] == RANK[b] and a ~= b then return F32 end
+  return RANK[a] >= RANK[b] and a or b
+end
 ops.promote = promote
 
 local function with_number(dt, v)

@@ -8,7 +8,7 @@ local C = core.C
 local raise, describe, format = core.raise, core.describe, string.format
 local tonumber, type = tonumber, type
 local check_tensor, is_tensor, same_shape = core.check_tensor, core.is_tensor, core.same_shape
-local F32, F64, I32, I64, BOOL = core.F32, core.F64, core.I32, core.I64, core.BOOL
+local I64, BOOL = core.I64, core.BOOL
 local DTYPE_NAME, DEVICE_NAME = core.DTYPE_NAME, core.DEVICE_NAME
 local SH, ST = core.SH, core.ST
 local S_OOM = core.S_OOM
@@ -17,14 +17,17 @@ local SUM, PROD = tonumber(C.CS_SCAN_SUM), tonumber(C.CS_SCAN_PROD)
 local REVERSE, EXCLUSIVE = tonumber(C.CS_SCAN_REVERSE), tonumber(C.CS_SCAN_EXCLUSIVE)
 local NAMES = { [SUM] = "cumsum", [PROD] = "cumprod" }
 
--- input dtype -> the accumulation (output) dtypes the C core supports (see cs_scan in cuscan.h)
-local PAIRS = {
-  [SUM] = { [F32] = { [F32] = true, [F64] = true }, [F64] = { [F64] = true },
-            [I32] = { [I32] = true, [I64] = true }, [I64] = { [I64] = true },
-            [BOOL] = { [I32] = true, [I64] = true } },
-  [PROD] = { [F32] = { [F32] = true, [F64] = true }, [F64] = { [F64] = true },
-             [I32] = { [I32] = true, [I64] = true }, [I64] = { [I64] = true } },
-}
+-- op -> input dtype -> the accumulation (output) dtypes the C core supports: its one list of pairs
+-- (src/dtypes.h), asked through cs_scan_supported
+local PAIRS = { [SUM] = {}, [PROD] = {} }
+for op, by_input in pairs(PAIRS) do
+  for input in pairs(DTYPE_NAME) do
+    by_input[input] = {}
+    for output in pairs(DTYPE_NAME) do
+      if C.cs_scan_supported(op, input, output) ~= 0 then by_input[input][output] = true end
+    end
+  end
+end
 
 local function pair_list(op, dtype)
   local names = {}

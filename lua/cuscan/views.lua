@@ -218,7 +218,7 @@ function M.to(x, what)
     elseif core.DEVICE[what] or what:match("^cuda") or what:match("^cpu") or what:match("^gpu") then
       new_dev = core.parse_device(what, "to", "device")
     else
-      -- any other name is taken for a dtype cuscan lacks (x:to("float16")), not a device
+      -- any other name is taken for a dtype cuscan lacks (x:to("float8")), not a device
       core.parse_dtype(what, "to")
     end
   elseif type(what) == "table" then

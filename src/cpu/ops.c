@@ -37,7 +37,7 @@ static void ew_range(const cs_elementwise_plan *p, int64_t begin, int64_t end)
             else cs_store_int(p->ptr[0], od, off[0], p->iscalar);
             break;
         case CS_EW_RAND:
-            cs_store_double(p->ptr[0], od, off[0], cs_uniform((uint64_t)i, p->seed, od == CS_FLOAT64));
+            cs_store_double(p->ptr[0], od, off[0], cs_uniform((uint64_t)i, p->seed, od));
             break;
         case CS_EW_RANDN:
             cs_store_double(p->ptr[0], od, off[0], cs_normal((uint64_t)i, p->seed));
@@ -86,6 +86,8 @@ static int fill_fast(const cs_elementwise_plan *p, int64_t b, int64_t e)
     case CS_INT32: FILL_LOOP(int32_t, p->iscalar) break;
     case CS_INT64: FILL_LOOP(int64_t, p->iscalar) break;
     case CS_BOOL: FILL_LOOP(uint8_t, p->iscalar != 0) break;
+    case CS_FLOAT16: FILL_LOOP(uint16_t, cs_float16_from_double(p->scalar)) break;
+    case CS_BFLOAT16: FILL_LOOP(uint16_t, cs_bfloat16_from_double(p->scalar)) break;
     }
 #undef FILL_LOOP
     return 1;

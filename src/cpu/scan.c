@@ -1,4 +1,4 @@
-/* cpu/scan.c - the CPU scan backend: OpenMP over independent lines; float32 accumulates in double.
+/* cpu/scan.c - the CPU scan backend: OpenMP over independent lines; floats accumulate in double.
  * ROWS plans walk each line in turn; COLUMNS plans walk a block of neighbouring lines together, one
  * row at a time, so that the inner loop runs over unit strides and vectorises.
  * Fold rules shared with the CUDA kernels: a fold starts from the op's identity (-0.0 for float
@@ -30,7 +30,7 @@ static inline void line_offsets(const cs_iter *it, int64_t idx, int64_t off[3])
 #define PROD(a, b) ((a) * (b))
 
 /* One scan kernel per (input, accumulator, output, op). */
-#define DEFINE_CPU_SCAN(NAME, IN_T, ACC_T, OUT_T, IN, IDENT, MASKED, EMPTY, OP)                                \
+#define DEFINE_CPU_SCAN(NAME, IN_T, ACC_T, OUT_T, IN, OUT, IDENT, MASKED, EMPTY, OP)                  \
     static void NAME##_rows(const cs_scan_plan *p)                                                    \
     {                                                                                                 \
         const IN_T *x = p->x;                                                                         \
@@ -50,7 +50,7 @@ static inline void line_offsets(const cs_iter *it, int64_t idx, int64_t off[3])
                 int64_t i = rev ? len - 1 - k : k;                                                    \
                 ACC_T v = (!ml || ml[i * sm]) ? TO_ACC(IN, ACC_T, xl[i * sx]) : (ACC_T)(MASKED);                 \
                 ACC_T next = OP(acc, v);                                                              \
-                yl[i * so] = (OUT_T)(excl ? (k ? acc : (ACC_T)(EMPTY)) : next);                       \
+                yl[i * so] = TO_OUT(OUT, OUT_T, excl ? (k ? acc : (ACC_T)(EMPTY)) : next);                       \
                 acc = next;                                                                           \
             }                                                                                         \
         }                                                                                             \
@@ -82,19 +82,19 @@ static inline void line_offsets(const cs_iter *it, int64_t idx, int64_t off[3])
                 if (unit && !mr) {                                                                    \
                     for (int64_t c = 0; c < nc; c++) {                                                \
                         ACC_T next = OP(acc[c], TO_ACC(IN, ACC_T, xr[c]));                                       \
-                        yr[c] = (OUT_T)(excl ? (k ? acc[c] : (ACC_T)(EMPTY)) : next);                 \
+                        yr[c] = TO_OUT(OUT, OUT_T, excl ? (k ? acc[c] : (ACC_T)(EMPTY)) : next);                 \
                         acc[c] = next;                                                                \
                     }                                                                                 \
                 } else if (unit) {                                                                    \
                     for (int64_t c = 0; c < nc; c++) {                                                \
                         ACC_T next = OP(acc[c], mr[c] ? TO_ACC(IN, ACC_T, xr[c]) : (ACC_T)(MASKED));             \
-                        yr[c] = (OUT_T)(excl ? (k ? acc[c] : (ACC_T)(EMPTY)) : next);                 \
+                        yr[c] = TO_OUT(OUT, OUT_T, excl ? (k ? acc[c] : (ACC_T)(EMPTY)) : next);                 \
                         acc[c] = next;                                                                \
                     }                                                                                 \
                 } else {                                                                              \
                     for (int64_t c = 0; c < nc; c++) {                                                \
                         ACC_T next = OP(acc[c], (!mr || mr[c * im]) ? TO_ACC(IN, ACC_T, xr[c * ix]) : (ACC_T)(MASKED)); \
-                        yr[c * io] = (OUT_T)(excl ? (k ? acc[c] : (ACC_T)(EMPTY)) : next);            \
+                        yr[c * io] = TO_OUT(OUT, OUT_T, excl ? (k ? acc[c] : (ACC_T)(EMPTY)) : next);            \
                         acc[c] = next;                                                                \
                     }                                                                                 \
                 }                                                                                     \
@@ -102,17 +102,24 @@ static inline void line_offsets(const cs_iter *it, int64_t idx, int64_t off[3])
         }                                                                                             \
     }
 
-/* Integers accumulate unsigned, so that they wrap without undefined behaviour; bool reads as 0/1. */
+/* Integers accumulate unsigned, so that they wrap without undefined behaviour; bool reads as 0/1;
+ * float16 and bfloat16 elements are their bits here (half.h), converted on the way in and out. */
 #define CPU_ACC_double double
 #define CPU_ACC_int32_t uint32_t
 #define CPU_ACC_int64_t uint64_t
 #define CPU_ACC(T) CPU_ACC_##T
-#define TO_ACC(IN, ACC, v) ((IN) == CS_BOOL ? (ACC)((v) != 0) : (ACC)(v))
+#define TO_ACC(IN, ACC, v)                                                                  \
+    ((IN) == CS_BOOL ? (ACC)((v) != 0) : (IN) == CS_FLOAT16 ? (ACC)cs_float16_to_double(v)    \
+     : (IN) == CS_BFLOAT16 ? (ACC)cs_bfloat16_to_double(v) : (ACC)(v))
+/* the one rounding of an output */
+#define TO_OUT(OUT, OUT_T, v)                                                               \
+    ((OUT) == CS_FLOAT16 ? (OUT_T)cs_float16_from_double(v)                                 \
+     : (OUT) == CS_BFLOAT16 ? (OUT_T)cs_bfloat16_from_double(v) : (OUT_T)(v))
 
 /* a sum and, where the pair has one, a product for every pair of the list */
 #define DEFINE_PAIR(NAME, IN, OUT, IN_T, ACC_T, OUT_T, HAS_PROD)                                        \
-    DEFINE_CPU_SCAN(sum_##NAME, IN_T, CPU_ACC(ACC_T), OUT_T, IN, (CPU_ACC(ACC_T))(-0.0), 0, 0, SUM) \
-    DEFINE_CPU_SCAN(prod_##NAME, IN_T, CPU_ACC(ACC_T), OUT_T, IN, 1, 1, 1, PROD)
+    DEFINE_CPU_SCAN(sum_##NAME, IN_T, CPU_ACC(ACC_T), OUT_T, IN, OUT, (CPU_ACC(ACC_T))(-0.0), 0, 0, SUM) \
+    DEFINE_CPU_SCAN(prod_##NAME, IN_T, CPU_ACC(ACC_T), OUT_T, IN, OUT, 1, 1, 1, PROD)
 CS_SCAN_PAIRS(DEFINE_PAIR)
 #undef DEFINE_PAIR
 
