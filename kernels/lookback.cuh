@@ -184,7 +184,15 @@ __device__ __forceinline__ void strip_lookback(const VectorStatus<AccT> &st, int
         for (int j = 0; j < N; j++) {
             if (j >= n) continue;
             AccT p = __ldcg(st.slot(st.inclusive, unit - d * step, cols[j]));
-            for (int k = d - 1; k >= 1; k--) p = op(p, __ldcg(st.slot(st.aggregate, unit - k * step, cols[j])));
+            int k = d - 1;
+            for (; k >= 4; k -= 4) {   // four loads in flight, folded in order
+                AccT v[4];
+#pragma unroll
+                for (int i = 0; i < 4; i++) v[i] = __ldcg(st.slot(st.aggregate, unit - (k - i) * step, cols[j]));
+#pragma unroll
+                for (int i = 0; i < 4; i++) p = op(p, v[i]);
+            }
+            for (; k >= 1; k--) p = op(p, __ldcg(st.slot(st.aggregate, unit - k * step, cols[j])));
             prefix[j] = p;
         }
     }

@@ -371,7 +371,9 @@ cs_status launch_slabs(const cs_scan_plan *p, cudaStream_t stream, Report &rep, 
         a.rows = (int)(rows < 1 ? 1 : rows);
         a.pieces = (L + a.rows - 1) / a.rows;
         a.strips = outer * a.col_blocks;
-        a.mode = a.strips >= (int64_t)P::kSlabWalkMinStripsPerSm * sms ? kSlabWalk : kSlabLookback;
+        // look back: units go piece-major, so with many strips a piece's predecessor was taken long
+        // before and has posted; a walk keeps a block's pieces in order, one tile in flight
+        a.mode = a.strips < (int64_t)P::kSlabWalkMaxStripsPerSm * sms ? kSlabWalk : kSlabLookback;
         if (mode_is(force_mode, "walk")) a.mode = kSlabWalk;
         if (mode_is(force_mode, "lookback")) a.mode = kSlabLookback;
         units = a.mode == kSlabWalk ? a.strips : a.strips * a.pieces;

@@ -64,9 +64,11 @@ struct SlabScan {
     static constexpr int THREADS = P::kSlabThreads;
     static constexpr int WARPS = THREADS / kWarp;
     // elements of a full tile (masked tiles are smaller: the mask's loads need registers too)
-    static constexpr int TILE = P::kSlabStageBytes / (S::MASKED ? P::kSlabMaskedDivisor : 1) / (int)sizeof(OutT);
+    static constexpr int TILE_BYTES = P::kSlabStageBytes / (S::MASKED && sizeof(OutT) > 4 ? P::kSlabMaskedDivisor : 1);
+    static constexpr int TILE = TILE_BYTES / (int)sizeof(OutT) < P::kSlabTileElements ? TILE_BYTES / (int)sizeof(OutT)
+                                                                                       : P::kSlabTileElements;
     static constexpr int VIN = 16 / (int)sizeof(InT), VOUT = 16 / (int)sizeof(OutT);
-    static constexpr int SR_MAX = sizeof(OutT) > 4 ? P::kSlabSegRowsMaxWide : P::kSlabSegRowsMax;  // rows held
+    static constexpr int SR_MAX = P::kSlabSegRowsMax;            // rows a thread holds in registers
     static constexpr int ITEMS = (P::kSlabMaxWidth > THREADS ? P::kSlabMaxWidth : THREADS);  // table size
     static constexpr int NI = ITEMS / THREADS;                  // table items a thread owns
 

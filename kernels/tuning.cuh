@@ -35,17 +35,17 @@ struct TuningSm80 {
     // slabs: a tile of kSlabStageBytes (in the output type) staged in shared memory
     static constexpr int kSlabThreads = 256;
     static constexpr int kSlabStageBytes = 32 * 1024;
-    static constexpr int kSlabBlocksPerSm = 3;
+    static constexpr int kSlabBlocksPerSm = 4;
     static constexpr int kSlabMaskedDivisor = 2;       // masked tiles hold this much less
-    static constexpr int kSlabSegRowsMax = 33;         // rows of a column a thread holds in registers
-    static constexpr int kSlabSegRowsMaxWide = 17;     // ... of an 8-byte output type
+    static constexpr int kSlabTileElements = 4096;     // and at most this many elements
+    static constexpr int kSlabSegRowsMax = 17;         // rows of a column a thread holds in registers
     static constexpr int kSlabMaxWidth = 512;          // columns of a tile whose slab pieces join up
-    static constexpr int kSlabWalkMinStripsPerSm = 8;  // pieces walk their strip above this, else look back
+    static constexpr int kSlabWalkMaxStripsPerSm = 0;  // pieces walk their strip below this, else look back
 
     // which family a flat scan takes (scan_launch.cuh): wide inner dims with long lines go to the
     // column family, packed rows of a vector-friendly length to the row family, the rest to slabs
     static constexpr int kColumnsMinInnerBytes = 2048;
-    static constexpr int kColumnsMinLen = 64;
+    static constexpr int kColumnsMinLen = 8;
     static constexpr int kRowsMinLen = 1;              // shorter packed rows go to slabs
 };
 
