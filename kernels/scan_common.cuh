@@ -106,16 +106,40 @@ struct alignas(sizeof(T) * N) Vec {
     T v[N];
 };
 
+// The machine word of a vector of `B` bytes: vector loads and stores go through it, so that the
+// compiler emits one 16-byte (or 8-, 4-byte) access even where it cannot prove the alignment that
+// Vec's type promises.
+template <int B>
+using VecBits = std::conditional_t<B == 16, int4, std::conditional_t<B == 8, int2,
+                std::conditional_t<B == 4, int, std::conditional_t<B == 2, short, char>>>>;
+
 template <typename T, int N>
 __device__ __forceinline__ Vec<T, N> load_vec(const T *p)
 {
-    return *reinterpret_cast<const Vec<T, N> *>(p);
+    using Bits = VecBits<(int)sizeof(T) * N>;
+    const Bits b = *reinterpret_cast<const Bits *>(p);
+    Vec<T, N> v;
+    memcpy(&v, &b, sizeof v);
+    return v;
 }
 
+// One vector store to global memory, by instruction: the compiler splits a plain vector store into
+// 4-byte ones wherever it cannot prove the alignment the type promises.
 template <typename T, int N>
 __device__ __forceinline__ void store_vec(T *p, const Vec<T, N> &v)
 {
-    *reinterpret_cast<Vec<T, N> *>(p) = v;
+    constexpr int B = (int)sizeof(T) * N;
+    using Bits = VecBits<B>;
+    Bits b;
+    memcpy(&b, &v, sizeof b);
+    if constexpr (B == 16) {
+        asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(b.x), "r"(b.y), "r"(b.z), "r"(b.w)
+                     : "memory");
+    } else if constexpr (B == 8) {
+        asm volatile("st.global.v2.u32 [%0], {%1, %2};" ::"l"(p), "r"(b.x), "r"(b.y) : "memory");
+    } else {
+        *reinterpret_cast<Bits *>(p) = b;
+    }
 }
 
 // Cache hints for loads: PLAIN as the compiler likes; L1 (ld.global.ca) allocates in L1, for data

@@ -196,23 +196,17 @@ struct SlabScan {
             const int64_t f0 = t.row0 * a.inner;
             const int shift = shift_of(a, t);
             if (a.vec_out) {
-                // vectors inside [f0, f0 + n) whole; the partial ones at either end element by
-                // element, so nothing outside the tile is written
+                // the vectors inside [f0, f0 + n) whole (one vector store each); the partial ones at
+                // either end element by element by two threads, so nothing outside the tile is written
                 const int64_t base = f0 - shift;
-                const int nv = (shift + n + VOUT - 1) / VOUT;
-                for (int i = threadIdx.x; i < nv; i += THREADS) {
-                    const int64_t g = base + (int64_t)i * VOUT;
-                    const OutT *src = sh.stage + i * VOUT;
-                    if (g >= f0 && g + VOUT <= f0 + n) {
-                        Vec<OutT, VOUT> ov;
-#pragma unroll
-                        for (int j = 0; j < VOUT; j++) ov.v[j] = src[j];
-                        store_vec<OutT, VOUT>(y + g, ov);
-                    } else {
-                        for (int j = 0; j < VOUT; j++)
-                            if (g + j >= f0 && g + j < f0 + n) y[g + j] = src[j];
-                    }
-                }
+                const int first = (shift + VOUT - 1) / VOUT, end = (shift + n) / VOUT;   // full vectors
+                for (int i = first + threadIdx.x; i < end; i += THREADS)
+                    store_vec<OutT, VOUT>(y + base + (int64_t)i * VOUT, load_vec<OutT, VOUT>(sh.stage + i * VOUT));
+                // the elements before the first full vector, and after the last
+                if (threadIdx.x == 0)
+                    for (int k = shift; k < min(first * VOUT, shift + n); k++) y[base + k] = sh.stage[k];
+                if (threadIdx.x == 1)
+                    for (int k = max(end, first) * VOUT; k < shift + n; k++) y[base + k] = sh.stage[k];
             } else {
                 for (int e = threadIdx.x; e < n; e += THREADS) y[f0 + e] = sh.stage[shift + e];
             }
@@ -275,7 +269,8 @@ struct SlabScan {
         int slab_row = first_slab_row(a, t, g.lo);
 #pragma unroll
         for (int i = 0; i < SR_MAX; i++) {
-            if (i < g.count) {
+            if (i >= g.count) break;
+            {
                 const OutT e = sh.stage[g.idx0 + i * g.step];
                 if constexpr (HOLD) g.v[i] = e;
                 const AccT v = to_acc<AccT>(e);
@@ -298,7 +293,8 @@ struct SlabScan {
         int slab_row = first_slab_row(a, t, g.lo);
 #pragma unroll
         for (int i = 0; i < SR_MAX; i++) {
-            if (i < g.count) {
+            if (i >= g.count) break;
+            {
                 const AccT v = to_acc<AccT>(HOLD ? g.v[i] : sh.stage[g.idx0 + i * g.step]);
                 const bool head = slab_row == 0;
                 const AccT before = acc;
