@@ -443,7 +443,8 @@ __device__ __forceinline__ void scan_staged_tile(const SlabArgs &a, const SlabTi
 
 // One instance per mode, so that each has the registers of its own path.
 template <class S, int MODE>
-__global__ void __launch_bounds__(S::P::kSlabThreads, S::P::kSlabBlocksPerSm)
+__global__ void __launch_bounds__(S::P::kSlabThreads, sizeof(typename S::OutT) > 4 ? S::P::kSlabBlocksPerSmWide
+                                                                                    : S::P::kSlabBlocksPerSm)
 scan_slabs_kernel(const SlabArgs a, const VectorStatus<typename S::AccT> st, const WorkQueue q)
 {
     if constexpr (policy_active<typename S::P>()) {

@@ -36,6 +36,7 @@ struct TuningSm80 {
     static constexpr int kSlabThreads = 256;
     static constexpr int kSlabStageBytes = 32 * 1024;
     static constexpr int kSlabBlocksPerSm = 4;
+    static constexpr int kSlabBlocksPerSmWide = 3;     // ... for 8-byte outputs (registers for their segments)
     static constexpr int kSlabMaskedDivisor = 2;       // masked tiles hold this much less
     static constexpr int kSlabTileElements = 4096;     // and at most this many elements
     static constexpr int kSlabSegRowsMax = 17;         // rows of a column a thread holds in registers
@@ -44,7 +45,7 @@ struct TuningSm80 {
 
     // which family a flat scan takes (scan_launch.cuh): wide inner dims with long lines go to the
     // column family, packed rows of a vector-friendly length to the row family, the rest to slabs
-    static constexpr int kColumnsMinInnerBytes = 2048;
+    static constexpr int kColumnsMinInnerBytes = 1024;
     static constexpr int kColumnsMinLen = 8;
     static constexpr int kRowsMinLen = 1;              // shorter packed rows go to slabs
 };
