@@ -35,9 +35,9 @@ struct TuningSm80 {
     // slabs: a tile of kSlabStageBytes (in the output type) staged in shared memory
     static constexpr int kSlabThreads = 256;
     static constexpr int kSlabStageBytes = 32 * 1024;
-    static constexpr int kSlabBlocksPerSm = 4;
+    static constexpr int kSlabBlocksPerSm = 3;
     static constexpr int kSlabBlocksPerSmWide = 3;     // ... for 8-byte outputs (registers for their segments)
-    static constexpr int kSlabMaskedDivisor = 2;       // masked tiles hold this much less
+    static constexpr int kSlabMaskedDivisor = 1;       // masked tiles hold this much less
     static constexpr int kSlabTileElements = 4096;     // and at most this many elements
     static constexpr int kSlabSegRowsMax = 17;         // rows of a column a thread holds in registers
     static constexpr int kSlabMaxWidth = 512;          // columns of a tile whose slab pieces join up
