@@ -35,7 +35,7 @@ struct TuningSm80 {
     // slabs: a tile of kSlabStageBytes (in the output type) staged in shared memory
     static constexpr int kSlabThreads = 256;
     static constexpr int kSlabStageBytes = 32 * 1024;
-    static constexpr int kSlabBlocksPerSm = 3;
+    static constexpr int kSlabBlocksPerSm = 4;
     static constexpr int kSlabBlocksPerSmWide = 3;     // ... for 8-byte outputs (registers for their segments)
     static constexpr int kSlabMaskedDivisor = 1;       // masked tiles hold this much less
     static constexpr int kSlabTileElements = 4096;     // and at most this many elements
