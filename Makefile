@@ -7,7 +7,8 @@
 #   make bench      the performance table (CSV=path also writes CSV; GRID=1 adds the shape grid);
 #                   make bench-plot draws the size sweep and the grid's heat maps
 #   make repl       the interactive REPL (bin/cuscan)
-#   make readme     README.md's API reference section, rewritten from lua/cuscan/help.lua
+#   make readme     README.md's API reference (from lua/cuscan/help.lua) and performance section
+#                   (from the latest runs in bench/RESULTS.md), rewritten
 #   make install PREFIX=/usr/local / make uninstall
 #   make asan       the C core and the CPU specs under AddressSanitizer and UBSan
 #   make sanitize   the specs under compute-sanitizer memcheck and racecheck (GPU host)
@@ -169,6 +170,7 @@ repl: all tools
 README_MD ?= README.md
 readme: tools
 	@$(LUA_ENV) luajit -e 'require("cuscan.help").write_readme("$(README_MD)")'
+	@luajit bench/readme_perf.lua bench/RESULTS.md $(README_MD)
 
 install: all
 	install -d $(DESTDIR)$(LIBDIR)/cuscan $(DESTDIR)$(LUADIR)/cuscan $(DESTDIR)$(BINDIR)

@@ -280,3 +280,21 @@ describe("examples/npy_scan.lua", function()
     assert.matches("usage: npy_scan.lua", err, 1, true)
   end)
 end)
+
+describe("bench/grid_plot.lua", function()
+  it("draws one heat map a dtype and mask from a shape grid's CSV when gnuplot is installed", function()
+    local shell = require("spec.support.shell")
+    local _, has = shell.sh("command -v gnuplot")
+    if has ~= 0 then pending("gnuplot is not installed") return end
+    local dir = shell.tmpdir()
+    local out, status = shell.sh(("cd %s && luajit bench/grid_plot.lua bench/grid-2026-11-22-h100.csv %s/grid")
+      :format(shell.q(shell.root), shell.q(dir)))
+    assert.equal(0, status, out)
+    for _, key in ipairs({ "float32", "float64", "float32-masked", "float64-masked" }) do
+      local png = shell.slurp(dir .. "/grid-" .. key .. ".png")
+      assert.is_string(png, key)
+      assert.equal("\137PNG", png:sub(1, 4))
+    end
+    os.execute("rm -rf " .. shell.q(dir))
+  end)
+end)
