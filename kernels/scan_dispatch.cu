@@ -13,7 +13,7 @@ extern "C" cs_status cs_cuda_scan(const cs_scan_plan *p)
         cudaGetLastError();
         compute_capability = major * 10 + minor;
     }
-#define DISPATCH(NAME, IN, OUT, IN_T, ACC_T, OUT_T, PROD) \
+#define DISPATCH(NAME, IN, OUT, IN_T, ACC_T, OUT_T, OPS) \
     if (p->in_dtype == IN && p->out_dtype == OUT) return cuscan::scan_pair_##NAME(p, compute_capability);
     CS_SCAN_PAIRS(DISPATCH)
 #undef DISPATCH

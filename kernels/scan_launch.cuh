@@ -443,30 +443,32 @@ cs_status launch_op(const cs_scan_plan *p, cudaStream_t stream)
     });
 }
 
-template <typename InT, typename AccT, typename OutT, bool HAS_PROD>
+template <typename InT, typename AccT, typename OutT, unsigned OPS>
 cs_status launch_pair(const cs_scan_plan *p, int compute_capability)
 {
     cudaStream_t stream = (cudaStream_t)cs_cuda_stream_handle();
     return with_tuning(compute_capability, [&](auto policy) {
         using P = decltype(policy);
         if (p->op == CS_SCAN_PROD) {
-            if constexpr (HAS_PROD) return launch_op<P, CS_SCAN_PROD, InT, AccT, OutT>(p, stream);
-            else return cs_fail(CS_ERR_UNSUPPORTED, "cumprod of %s is not supported", cs_dtype_name(p->in_dtype));
+            if constexpr (CS_OPS_HAS(OPS, CS_SCAN_PROD)) return launch_op<P, CS_SCAN_PROD, InT, AccT, OutT>(p, stream);
+        } else if (p->op == CS_SCAN_SUM) {
+            if constexpr (CS_OPS_HAS(OPS, CS_SCAN_SUM)) return launch_op<P, CS_SCAN_SUM, InT, AccT, OutT>(p, stream);
         }
-        return launch_op<P, CS_SCAN_SUM, InT, AccT, OutT>(p, stream);
+        return cs_fail(CS_ERR_UNSUPPORTED, "scan op %d of %s into %s is not supported on CUDA", (int)p->op,
+                       cs_dtype_name(p->in_dtype), cs_dtype_name(p->out_dtype));
     });
 }
 
 // The entry point of one pair's unit, declared for scan_dispatch.cu.
-#define CUSCAN_DECLARE_PAIR(NAME, IN, OUT, IN_T, ACC_T, OUT_T, PROD) \
+#define CUSCAN_DECLARE_PAIR(NAME, IN, OUT, IN_T, ACC_T, OUT_T, OPS) \
     cs_status scan_pair_##NAME(const cs_scan_plan *p, int compute_capability);
 CS_SCAN_PAIRS(CUSCAN_DECLARE_PAIR)
 
 }  // namespace cuscan
 
 // Defines one pair's entry point from its row of src/dtypes.h (a generated unit holds one).
-#define CUSCAN_DEFINE_PAIR(NAME, IN, OUT, IN_T, ACC_T, OUT_T, PROD)                        \
+#define CUSCAN_DEFINE_PAIR(NAME, IN, OUT, IN_T, ACC_T, OUT_T, OPS)                         \
     cs_status cuscan::scan_pair_##NAME(const cs_scan_plan *p, int compute_capability)     \
     {                                                                                      \
-        return launch_pair<IN_T, ACC_T, OUT_T, PROD>(p, compute_capability);             \
+        return launch_pair<IN_T, ACC_T, OUT_T, OPS>(p, compute_capability);               \
     }

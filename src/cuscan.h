@@ -199,7 +199,13 @@ cs_status cs_event_elapsed(cs_event *start, cs_event *end, double *ms);
 
 /* ---- scans ------------------------------------------------------------------------------------- */
 
-typedef enum cs_scan_op { CS_SCAN_SUM = 0, CS_SCAN_PROD = 1 } cs_scan_op;
+typedef enum cs_scan_op {
+    CS_SCAN_SUM = 0,       /* cumsum */
+    CS_SCAN_PROD = 1,      /* cumprod */
+    CS_SCAN_MAX = 2,       /* cummax: running maximum, with its index when asked (cs_scan_with) */
+    CS_SCAN_MIN = 3,       /* cummin */
+    CS_SCAN_LOGSUMEXP = 4  /* logcumsumexp: log of the running sum of exp, float dtypes only */
+} cs_scan_op;
 enum { CS_SCAN_REVERSE = 1, CS_SCAN_EXCLUSIVE = 2 };
 
 /* Cumulative sum or product of x along dim, written to out.
@@ -227,6 +233,44 @@ enum { CS_SCAN_REVERSE = 1, CS_SCAN_EXCLUSIVE = 2 };
  * columns, slabs; for tests). */
 cs_status cs_scan(cs_tensor *out, const cs_tensor *x, int dim, cs_scan_op op, unsigned flags,
                   const cs_tensor *mask);
+
+/* Every scan's options; zero-initialise and set what is needed. */
+typedef struct cs_scan_args {
+    unsigned flags;           /* CS_SCAN_REVERSE, CS_SCAN_EXCLUSIVE */
+    const cs_tensor *mask;    /* NULL, or bool of x's shape and device: false elements are skipped */
+    const cs_tensor *reset;   /* NULL, or bool of x's shape and device: segmented scan (below) */
+    cs_tensor *indices;       /* CS_SCAN_MAX and CS_SCAN_MIN: NULL, or int64 of x's shape and device
+                               * that receives the 1-based index along dim of each output's element */
+} cs_scan_args;
+
+/* cs_scan with every option: the operators beyond sum and product, segmented scans and indices.
+ *   CS_SCAN_MAX / CS_SCAN_MIN  out has x's dtype (every dtype, bool included). Ties take the element
+ *           met last in the scan's order (the larger index forward, the smaller reversed), as
+ *           PyTorch's cummax does; a NaN beats every number and each later NaN takes over, so
+ *           values stay NaN from the first NaN on and the index is the latest NaN's. -0.0 and +0.0
+ *           tie. Where no element has been taken yet (an exclusive scan's first element, masked-out
+ *           elements before the first kept one) the value is the op's identity (-inf / +inf for
+ *           floats, the dtype's minimum / maximum for integers, false / true for bool) and the
+ *           index is 0.
+ *   CS_SCAN_LOGSUMEXP  float inputs, float outputs as for sums; accumulated in float64 as a running
+ *           log-sum-exp (stable for inputs near the dtype's maximum). -inf is the identity: an
+ *           all -inf prefix, a masked-out element and an exclusive scan's empty prefix give -inf;
+ *           NaN propagates; +inf gives +inf.
+ *   mask    a masked-out element is skipped: it reads as the op's neutral value (0, 1, the identity
+ *           of max/min, -inf).
+ *   reset   the scan restarts at every element where reset is true, in the scan's direction: the
+ *           element is the first of a new segment, so a forward scan's segment runs from a true
+ *           reset up to the element before the next true reset, and a reverse scan's runs from a
+ *           true reset down to the element after the previous true one (reading from the end).
+ *           An exclusive scan gives the empty prefix at each segment's first element. A masked-out
+ *           element still starts its segment. reset may be the same tensor as mask.
+ *   indices only with CS_SCAN_MAX / CS_SCAN_MIN; must not overlap x, out, mask or reset.
+ * out may be x itself; reset and mask must not overlap out. Deterministic as cs_scan. */
+cs_status cs_scan_with(cs_tensor *out, const cs_tensor *x, int dim, cs_scan_op op, const cs_scan_args *args);
+
+/* cs_scan_explain for cs_scan_with's arguments (args may be NULL). */
+cs_status cs_scan_explain_with(char *buf, size_t n, const cs_tensor *x, int dim, cs_scan_op op,
+                               const cs_scan_args *args, const cs_tensor *out, cs_dtype out_dtype);
 
 /* For tests and diagnosis: makes CUDA scans use the named kernel family, and mode, wherever it can
  * handle the call, as CUSCAN_FORCE_FAMILY does: "rows" (rows/segmented, rows/single, rows/lines,

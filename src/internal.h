@@ -71,7 +71,7 @@ cs_status cs_cuda_event_record(void *ev);
 cs_status cs_cuda_event_elapsed(void *start, void *end, double *ms);
 
 /* ---- layout helpers (layout.c) ---- */
-enum { CS_MAX_OPERANDS = 3 };
+enum { CS_MAX_OPERANDS = 5 };
 
 /* Dims shared by up to three operands, with per-operand strides, after size-1 dims are dropped and
  * neighbours that are contiguous in every operand are merged. Dim order is outermost first. */
@@ -92,13 +92,15 @@ int64_t cs_numel_of(int ndim, const int64_t *shape);
  * A scan is a set of independent lines along the scanned dim. The plan describes them twice:
  *   strided  ROWS: each line is walked along the dim (unit stride: contiguous rows); COLUMNS: lines
  *            sit side by side along an `inner` dim, so one row of many lines is one segment;
- *   flat     when x, mask and out share one dense layout (any dim order), memory holds `flat_outer`
+ *   flat     when every operand present shares one dense layout (any dim order), memory holds `flat_outer`
  *            slabs of `len` rows of `flat_inner` elements, one contiguous stream per operand.
  * The CPU walks the strided form; the CUDA side picks a kernel family from either (tuning.cuh). */
 typedef enum cs_scan_layout {
     CS_LAYOUT_ROWS = 0,
     CS_LAYOUT_COLUMNS = 1
 } cs_scan_layout;
+
+enum cs_scan_operand { CS_OPND_X = 0, CS_OPND_MASK = 1, CS_OPND_OUT = 2, CS_OPND_RESET = 3, CS_OPND_INDICES = 4 };
 
 typedef struct cs_scan_plan {
     cs_scan_op op;
@@ -108,11 +110,14 @@ typedef struct cs_scan_plan {
     const void *x;
     const unsigned char *mask;  /* NULL when unmasked */
     void *out;
+    const unsigned char *reset; /* NULL unless segmented (cs_scan_with says how it restarts) */
+    int64_t *indices;           /* MAX/MIN: the 1-based int64 indices, or NULL */
     int64_t len;                               /* length of the scanned dim */
-    int64_t scan_stride[CS_MAX_OPERANDS];      /* x, mask, out */
+    /* per operand, in the order of enum cs_scan_operand; an absent operand has x's strides */
+    int64_t scan_stride[CS_MAX_OPERANDS];
     int64_t inner;                             /* COLUMNS: lines side by side; ROWS: 1 */
     int64_t inner_stride[CS_MAX_OPERANDS];
-    cs_iter outer;                             /* the remaining dims */
+    cs_iter outer;                             /* the remaining dims, the same operands */
     int64_t nouter;
     int flat;                                  /* the flat form below holds */
     int64_t flat_outer, flat_inner;

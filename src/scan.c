@@ -8,8 +8,8 @@
 
 int cs_scan_supported(cs_scan_op op, cs_dtype in, cs_dtype out)
 {
-#define PAIR(NAME, IN, OUT, IN_T, ACC_T, OUT_T, PROD) \
-    if (in == IN && out == OUT) return op == CS_SCAN_SUM || (op == CS_SCAN_PROD && PROD);
+#define PAIR(NAME, IN, OUT, IN_T, ACC_T, OUT_T, OPS) \
+    if (in == IN && out == OUT) return (unsigned)op < 32 && CS_OPS_HAS(OPS, op);
     CS_SCAN_PAIRS(PAIR)
 #undef PAIR
     return 0;

@@ -117,7 +117,7 @@ static inline void line_offsets(const cs_iter *it, int64_t idx, int64_t off[3])
      : (OUT) == CS_BFLOAT16 ? (OUT_T)cs_bfloat16_from_double(v) : (OUT_T)(v))
 
 /* a sum and, where the pair has one, a product for every pair of the list */
-#define DEFINE_PAIR(NAME, IN, OUT, IN_T, ACC_T, OUT_T, HAS_PROD)                                        \
+#define DEFINE_PAIR(NAME, IN, OUT, IN_T, ACC_T, OUT_T, OPS)                                              \
     DEFINE_CPU_SCAN(sum_##NAME, IN_T, CPU_ACC(ACC_T), OUT_T, IN, OUT, (CPU_ACC(ACC_T))(-0.0), 0, 0, SUM) \
     DEFINE_CPU_SCAN(prod_##NAME, IN_T, CPU_ACC(ACC_T), OUT_T, IN, OUT, 1, 1, 1, PROD)
 CS_SCAN_PAIRS(DEFINE_PAIR)
@@ -128,10 +128,10 @@ typedef void (*scan_fn)(const cs_scan_plan *);
 cs_status cs_cpu_scan(const cs_scan_plan *p)
 {
     scan_fn rows = 0, cols = 0;
-#define PICK(NAME, IN, OUT, IN_T, ACC_T, OUT_T, HAS_PROD)                                 \
-    if (p->in_dtype == IN && p->out_dtype == OUT) {                                   \
-        if (p->op == CS_SCAN_SUM) { rows = sum_##NAME##_rows; cols = sum_##NAME##_columns; } \
-        else if (HAS_PROD) { rows = prod_##NAME##_rows; cols = prod_##NAME##_columns; }   \
+#define PICK(NAME, IN, OUT, IN_T, ACC_T, OUT_T, OPS)                                              \
+    if (p->in_dtype == IN && p->out_dtype == OUT) {                                                   \
+        if (p->op == CS_SCAN_SUM && CS_OPS_HAS(OPS, CS_SCAN_SUM)) { rows = sum_##NAME##_rows; cols = sum_##NAME##_columns; } \
+        else if (p->op == CS_SCAN_PROD && CS_OPS_HAS(OPS, CS_SCAN_PROD)) { rows = prod_##NAME##_rows; cols = prod_##NAME##_columns; } \
     }
     CS_SCAN_PAIRS(PICK)
 #undef PICK
