@@ -154,6 +154,7 @@ typedef struct cs_reduce_plan {
 /* ---- backends: the CPU (src/cpu/) and CUDA (kernels/; src/no_cuda.c without CUDA) ---- */
 cs_status cs_cpu_scan(const cs_scan_plan *p);
 cs_status cs_cpu_elementwise(const cs_elementwise_plan *p);
+void cs_cpu_copy_bytes(void *dst, const void *src, size_t bytes); /* memcpy on every core */
 cs_status cs_cpu_reduce(const cs_reduce_plan *p);
 cs_status cs_cpu_compare(const cs_elementwise_plan *p, double rtol, double atol, int equal_nan,
                          double *max_abs, int64_t *n_far);
