@@ -32,6 +32,7 @@ enum {
     ROWS_W = 8,         /* lines of a tile when every operand runs along the scan (long runs per line) */
     MIXED_W = 64,       /* lines of a tile when some operands run along the scan, others across */
     COLUMN_W = 2048,    /* widest run of lines walked together through unit strides */
+    PREFETCH_ROWS = 8,  /* rows of lines side by side walked at a time, the next ones prefetched */
     FOLD_BLOCK = 4096,  /* block of a split line */
     LONG_LINES = 16,
     LONG_LEN = 1 << 16,
@@ -144,7 +145,7 @@ static void plan_walk(const cs_scan_plan *p, walk_layout *w)
         else w->tiles = 0;
     }
     w->tw = !nstaged ? COLUMN_W : w->staged[0] && w->staged[2] ? ROWS_W : MIXED_W;
-    w->tk = nstaged ? TILE_ELEMS / w->tw : w->len;
+    w->tk = nstaged ? TILE_ELEMS / w->tw : PREFETCH_ROWS;
     if (w->nlines <= LONG_LINES && w->len >= LONG_LEN) {
         int along = 1;
         for (int o = 0; o < 3; o++)
@@ -194,6 +195,19 @@ static inline void stage_out(const void *buf, void *dst, int64_t ix, int64_t ste
     if (step == 1) cs_cpu_transpose(buf, nc, dst, ix, kn, nc, size);
     else cs_cpu_transpose((const char *)buf + (kn - 1) * nc * (int64_t)size, -nc, (char *)dst - (kn - 1) * (int64_t)size,
                    ix, kn, nc, size);
+}
+
+/* The nrows rows after the nrows from `now`, so that each row's first lines are on their way before
+ * it is walked (a row of a few KiB and the jump to the next defeat the hardware's stream detection).
+ * Addresses as integers: the rows may lie past the tensor, where a prefetch is harmless. */
+static inline void prefetch_rows(const void *now, int64_t row_bytes, int64_t nrows, int64_t bytes, int write)
+{
+    for (int64_t r = nrows; r < 2 * nrows; r++)
+        for (int64_t b = 0; b < bytes; b += 64) {
+            const void *at = (const void *)((uintptr_t)now + (uintptr_t)(r * row_bytes + b));
+            if (write) __builtin_prefetch(at, 1);
+            else __builtin_prefetch(at, 0);
+        }
 }
 
 /* A segment of a line: its first walked element (x, mask, out) and whether that starts the line. */
@@ -300,9 +314,9 @@ typedef struct segment {
         else NAME##_fold_g(x, xr, m, mr, nc, n, acc, 0);                                                   \
     }                                                                                                      \
     /* nc lines from line (o, c0), tk steps at a time. init: the lines' carries (NULL: the identity);  \
-     * totals: fold only, into totals[]; first: the lines start here (an exclusive scan's empty prefix) */ \
+     * totals: fold only, into totals[]; first: lines [0, first) start here (an exclusive scan's empty prefix) */ \
     VECTOR_KERNEL static void NAME##_tiles(const cs_scan_plan *p, const walk_layout *w, int64_t o, int64_t c0, \
-                                           int64_t nc, const NAME##_acc *init, NAME##_acc *totals, int first) \
+                                           int64_t nc, const NAME##_acc *init, NAME##_acc *totals, int64_t first) \
     {                                                                                                      \
         IN_T xb[TILE_ELEMS];                                                                               \
         unsigned char mb[TILE_ELEMS];                                                                      \
@@ -339,6 +353,8 @@ typedef struct segment {
             }                                                                                              \
             OUT_T *yw = w->staged[2] ? yb : yt;                                                            \
             const int64_t yr = w->staged[2] ? nc : w->sx[2];                                               \
+            if (!w->staged[0]) prefetch_rows(xt, xr * (int64_t)sizeof *xt, kn, nc * (int64_t)sizeof *xt, 0); \
+            if (!w->staged[2]) prefetch_rows(yt, yr * (int64_t)sizeof *yt, kn, nc * (int64_t)sizeof *yt, 1); \
             if (w->staged[0] || w->staged[2] || p->x != p->out) { /* a buffer, or not in place */        \
                 if (nc == ROWS_W) NAME##_tile_w(xt, xr, mt, mr, yw, yr, ROWS_W, kn, acc, masked, excl);     \
                 else if (nc == MIXED_W) NAME##_tile_w(xt, xr, mt, mr, yw, yr, MIXED_W, kn, acc, masked, excl); \
@@ -346,8 +362,8 @@ typedef struct segment {
             } else {                                                                                       \
                 NAME##_tile_a(xt, xr, mt, mr, yw, yr, nc, kn, acc, masked, excl);                          \
             }                                                                                              \
-            if (excl && first && k0 == 0)                                                                  \
-                for (int64_t c = 0; c < nc; c++) yw[c] = CPU_OUT_##OUT((NAME##_acc)(EMPTY));               \
+            if (excl && k0 == 0)                                                                           \
+                for (int64_t c = 0; c < first && c < nc; c++) yw[c] = CPU_OUT_##OUT((NAME##_acc)(EMPTY)); \
             if (w->staged[2]) stage_out(yb, yt, w->ix[2], w->sx[2], nc, kn, sizeof *yb);                   \
         }                                                                                                  \
         if (totals)                                                                                        \
@@ -368,7 +384,7 @@ typedef struct segment {
                 wb.len = w->len - b * FOLD_BLOCK < FOLD_BLOCK ? w->len - b * FOLD_BLOCK : FOLD_BLOCK;      \
                 for (int k = 0; k < 3; k++) wb.start[k] = w->start[k] + b * FOLD_BLOCK * w->sx[k];         \
                 for (int64_t l = 0; l < L; l++) acc[l] = vals[l * per + b - b0];                           \
-                NAME##_tiles(p, &wb, 0, 0, L, write ? acc : NULL, write ? NULL : acc, b == 0);            \
+                NAME##_tiles(p, &wb, 0, 0, L, write ? acc : NULL, write ? NULL : acc, b == 0 ? L : 0);            \
                 if (!write)                                                                                \
                     for (int64_t l = 0; l < L; l++) vals[l * per + b - b0] = acc[l];                       \
             }                                                                                              \
@@ -390,7 +406,7 @@ typedef struct segment {
                         wb.ix[k] = FOLD_BLOCK * w->sx[k];                                                  \
                     }                                                                                      \
                     for (int64_t j = 0; j < nb; j++) acc[j] = v[j];                                        \
-                    NAME##_tiles(p, &wb, 0, 0, nb, write ? acc : NULL, write ? NULL : acc, b == 0);       \
+                    NAME##_tiles(p, &wb, 0, 0, nb, write ? acc : NULL, write ? NULL : acc, b == 0); /* block 0 alone */       \
                 } else {                                                                                   \
                     segment s[GROUP];                                                                      \
                     for (int64_t j = 0; j < nb; j++) {                                                     \
@@ -451,7 +467,7 @@ typedef struct segment {
             _Pragma("omp parallel for schedule(static) if(w->nouter * nb > 1 && w->nlines * w->len > 32768)") \
             for (int64_t t = 0; t < w->nouter * nb; t++) {                                                 \
                 const int64_t c0 = t % nb * width;                                                         \
-                NAME##_tiles(p, w, t / nb, c0, w->inner - c0 < width ? w->inner - c0 : width, NULL, NULL, 1);             \
+                NAME##_tiles(p, w, t / nb, c0, w->inner - c0 < width ? w->inner - c0 : width, NULL, NULL, width); \
             }                                                                                              \
         } else {                                                                                           \
             _Pragma("omp parallel if(w->nlines > 1 && w->nlines * w->len > 32768)")                        \
