@@ -50,6 +50,9 @@ NV_ALL    = $(NVFLAGS) -std=c++17 -Xcompiler -fPIC,-fvisibility=hidden,-Wall,-We
             $(foreach a,$(CUDA_ARCH),-gencode arch=compute_$(a),code=sm_$(a)) \
             $(if $(PTX_ARCH),-gencode arch=compute_$(PTX_ARCH)$(comma)code=compute_$(PTX_ARCH))
 LDLIBS    = -fopenmp -lm -lpthread
+# glibc's vector math library for the CPU backend's float32 exp and log (src/cpu/vmath.c), when it links
+MVEC     := $(shell printf 'int main(void) { return 0; }' | $(CC) -x c - -lmvec -o /dev/null 2>/dev/null && echo -lmvec)
+LDLIBS   += $(MVEC)
 
 # Folders by layer: src/ the public API, plan and tensor core; src/cpu/ the CPU backend; src/cuda/
 # the CUDA side's host runtime and kernels/ its device code (src/no_cuda.c stands in for both
@@ -80,7 +83,7 @@ endif
 
 LIB  = $(BUILD)/libcuscan.so
 CDEF = $(BUILD)/cuscan.cdef
-HDRS = $(wildcard src/*.h)
+HDRS = $(wildcard src/*.h src/cpu/*.h)
 CUH  = $(wildcard kernels/*.cuh)
 
 .DELETE_ON_ERROR:
@@ -97,6 +100,8 @@ ifeq ($(CUDA),1)
 else
 	@echo "cuscan: building the CPU backend alone ($(if $(NVCC),CUDA=0 given,no nvcc found)); CUDA specs will be skipped"
 endif
+
+$(OBJ)/cpu/vmath.o: C_ALL += -fno-math-errno $(if $(MVEC),-DCS_HAVE_MVEC)
 
 $(OBJ)/%.o: src/%.c $(HDRS)
 	@mkdir -p $(dir $@)

@@ -131,11 +131,49 @@ VECTOR_KERNEL static void binary_int(int op, const int64_t *a, const int64_t *b,
 DEFINE_FUSED(float)
 DEFINE_FUSED(double)
 
+/* comparisons of one float dtype into bool, the same modes */
+#define PREDICATE_CASE(OP)                                                                         \
+    case OP:                                                                                       \
+        if (mode == 0) for (int64_t i = 0; i < n; i++) r[i] = cs_binary_double(OP, a[i], b[i]) != 0.0; \
+        else if (mode == 1) for (int64_t i = 0; i < n; i++) r[i] = cs_binary_double(OP, a[i], s) != 0.0; \
+        else for (int64_t i = 0; i < n; i++) r[i] = cs_binary_double(OP, s, a[i]) != 0.0;         \
+        break;
+#define DEFINE_PREDICATE(T)                                                                        \
+    VECTOR_KERNEL static void fused_predicate_##T(int op, const T *a, const T *b, double s, int mode, uint8_t *r, \
+                                                  int64_t n)                                       \
+    {                                                                                              \
+        switch (op) {                                                                              \
+            PREDICATE_CASE(CS_LT) PREDICATE_CASE(CS_LE) PREDICATE_CASE(CS_GT) PREDICATE_CASE(CS_GE)  \
+            PREDICATE_CASE(CS_EQ) PREDICATE_CASE(CS_NE)                                            \
+        }                                                                                          \
+    }
+DEFINE_PREDICATE(float)
+DEFINE_PREDICATE(double)
+
+/* a comparison of float tensors of one dtype (or one and a number) into bool: done when it is */
+static int ew_fused_predicate(const cs_elementwise_plan *p, const int64_t off[3], const int64_t s[3], int64_t n)
+{
+    const cs_dtype d = p->dtype[1];
+    if (p->dtype[0] != CS_BOOL || p->op < CS_LT || p->op > CS_NE || (d != CS_FLOAT32 && d != CS_FLOAT64) ||
+        !cs_dtype_is_float(p->compute) || s[0] != 1 || s[1] != 1 || p->nin == 0)
+        return 0;
+    if (!p->has_scalar && (p->dtype[2] != d || s[2] != 1)) return 0;
+    const int mode = p->has_scalar ? (p->scalar_first ? 2 : 1) : 0;
+    uint8_t *r = (uint8_t *)p->ptr[0] + off[0];
+    const char *b = mode ? NULL : (const char *)p->ptr[2] + off[2] * (int64_t)cs_dtype_size(d);
+    if (d == CS_FLOAT32)
+        fused_predicate_float(p->op, (const float *)p->ptr[1] + off[1], (const float *)b, p->scalar, mode, r, n);
+    else
+        fused_predicate_double(p->op, (const double *)p->ptr[1] + off[1], (const double *)b, p->scalar, mode, r, n);
+    return 1;
+}
+
 /* whether ew_run's chunk could be done by a fused loop (then done) */
 static int ew_fused(const cs_elementwise_plan *p, const int64_t off[3], const int64_t s[3], int64_t n)
 {
     const cs_dtype d = p->dtype[0];
     const int unary = p->nin == 1 && !p->has_scalar;
+    if (ew_fused_predicate(p, off, s, n)) return 1;
     if ((d != CS_FLOAT32 && d != CS_FLOAT64) || p->compute != d || p->op > CS_MIN2 || s[0] != 1 || s[1] != 1 ||
         p->dtype[1] != d || (p->op >= CS_LT && p->op <= CS_LOGICAL_OR) || (unary && p->op == CS_LOGICAL_NOT))
         return 0;
@@ -144,7 +182,9 @@ static int ew_fused(const cs_elementwise_plan *p, const int64_t off[3], const in
     if (d == CS_FLOAT32) {
         float *r = (float *)p->ptr[0] + off[0];
         const float *a = (const float *)p->ptr[1] + off[1], *b = (const float *)p->ptr[2] + off[2];
-        if (unary) fused_unary_float(p->op, a, r, n);
+        if (unary && p->op == CS_EXP) cs_cpu_exp_f32(a, r, n);
+        else if (unary && p->op == CS_LOG) cs_cpu_log_f32(a, r, n);
+        else if (unary) fused_unary_float(p->op, a, r, n);
         else fused_binary_float(p->op, a, b, p->scalar, mode, r, n);
     } else {
         double *r = (double *)p->ptr[0] + off[0];

@@ -14,4 +14,8 @@
 /* dst[c * ds + r] = src[r * ss + c] for r < nr, c < nc: rows of src become columns of dst; elements
  * of `size` bytes (strides in elements, either may be negative). */
 void cs_cpu_transpose(const void *src, int64_t ss, void *dst, int64_t ds, int64_t nr, int64_t nc, size_t size);
+
+/* r = exp(a), log(a) of float32 elements, computed in float64 (vmath.c) */
+void cs_cpu_exp_f32(const float *a, float *r, int64_t n);
+void cs_cpu_log_f32(const float *a, float *r, int64_t n);
 #endif
