@@ -64,29 +64,20 @@ VECTOR_KERNEL static void load_int(const void *p, cs_dtype d, int64_t off, int64
 /* the stores of scalar.h (its saturating conversions), with the dtype a constant in each loop */
 #define STORE_LOOP(D, FN) { if (s == 1) for (int64_t i = 0; i < n; i++) FN(p, D, off + i, buf[i]);  \
         else for (int64_t i = 0; i < n; i++) FN(p, D, off + i * s, buf[i]); } break;
-VECTOR_KERNEL static void store_double(void *p, cs_dtype d, int64_t off, int64_t s, int64_t n, const double *buf)
-{
-    switch (d) {
-    case CS_FLOAT32: STORE_LOOP(CS_FLOAT32, cs_store_double)
-    case CS_FLOAT64: STORE_LOOP(CS_FLOAT64, cs_store_double)
-    case CS_INT32: STORE_LOOP(CS_INT32, cs_store_double)
-    case CS_INT64: STORE_LOOP(CS_INT64, cs_store_double)
-    case CS_BOOL: STORE_LOOP(CS_BOOL, cs_store_double)
-    default: STORE_LOOP(d, cs_store_double)
+#define DEFINE_STORE(NAME, T, FN)                                                                  \
+    VECTOR_KERNEL static void NAME(void *p, cs_dtype d, int64_t off, int64_t s, int64_t n, const T *buf) \
+    {                                                                                              \
+        switch (d) {                                                                               \
+        case CS_FLOAT32: STORE_LOOP(CS_FLOAT32, FN)                                                \
+        case CS_FLOAT64: STORE_LOOP(CS_FLOAT64, FN)                                                \
+        case CS_INT32: STORE_LOOP(CS_INT32, FN)                                                    \
+        case CS_INT64: STORE_LOOP(CS_INT64, FN)                                                    \
+        case CS_BOOL: STORE_LOOP(CS_BOOL, FN)                                                      \
+        default: STORE_LOOP(d, FN)                                                                 \
+        }                                                                                          \
     }
-}
-
-VECTOR_KERNEL static void store_int(void *p, cs_dtype d, int64_t off, int64_t s, int64_t n, const int64_t *buf)
-{
-    switch (d) {
-    case CS_FLOAT32: STORE_LOOP(CS_FLOAT32, cs_store_int)
-    case CS_FLOAT64: STORE_LOOP(CS_FLOAT64, cs_store_int)
-    case CS_INT32: STORE_LOOP(CS_INT32, cs_store_int)
-    case CS_INT64: STORE_LOOP(CS_INT64, cs_store_int)
-    case CS_BOOL: STORE_LOOP(CS_BOOL, cs_store_int)
-    default: STORE_LOOP(d, cs_store_int)
-    }
-}
+DEFINE_STORE(store_double, double, cs_store_double)
+DEFINE_STORE(store_int, int64_t, cs_store_int)
 
 /* r = op(a) or op(a, b) over n elements, the op a constant in each loop */
 #define UNARY_CASE(OP, FN) case OP: for (int64_t i = 0; i < n; i++) r[i] = FN(OP, a[i]); break;

@@ -216,6 +216,17 @@ typedef struct segment {
     int first;
 } segment;
 
+/* n steps of nc lines side by side (rows of stride xr, mr, yr), the loop of tile_g and tile_a */
+#define TILE_STEPS(NAME, IN, OUT, ACC_T, MASKED, OP)                                                    \
+    for (int64_t k = 0; k < n; k++)                                                                     \
+        for (int64_t c = 0; c < nc; c++) {                                                              \
+            NAME##_acc v = (NAME##_acc)CPU_IN_##IN(x[k * xr + c]);                                     \
+            if (masked) v = CPU_SELECT_##ACC_T(m[k * mr + c], v, (NAME##_acc)(MASKED));                 \
+            NAME##_acc next = OP(acc[c], v);                                                            \
+            y[k * yr + c] = CPU_OUT_##OUT(excl ? acc[c] : next);                                        \
+            acc[c] = next;                                                                              \
+        }
+
 /* One kernel set per (input, accumulator, output, op):
  *   walk_g, walk  g segments of n steps together from acc[] (write = 0: totals only);
  *   tile_g, tiles nc lines side by side through unit strides (rows of stride xr, mr, yr);
@@ -264,28 +275,13 @@ typedef struct segment {
                               int64_t yr, int64_t nc, int64_t n, NAME##_acc *acc, const int masked,         \
                               const int excl)                                                              \
     {                                                                                                      \
-        for (int64_t k = 0; k < n; k++) {                                                                  \
-            for (int64_t c = 0; c < nc; c++) {                                                             \
-                NAME##_acc v = (NAME##_acc)CPU_IN_##IN(x[k * xr + c]);                                    \
-                if (masked) v = CPU_SELECT_##ACC_T(m[k * mr + c], v, (NAME##_acc)(MASKED));                \
-                NAME##_acc next = OP(acc[c], v);                                                           \
-                y[k * yr + c] = CPU_OUT_##OUT(excl ? acc[c] : next);                                       \
-                acc[c] = next;                                                                             \
-            }                                                                                              \
-        }                                                                                                  \
+        TILE_STEPS(NAME, IN, OUT, ACC_T, MASKED, OP);                                                      \
     }                                                                                                      \
     /* x and out the same memory (in place): element c of a row is read before it is written */          \
     INLINE void NAME##_tile_a(const IN_T *x, int64_t xr, const unsigned char *m, int64_t mr, OUT_T *y,      \
                               int64_t yr, int64_t nc, int64_t n, NAME##_acc *acc, int masked, int excl)     \
     {                                                                                                      \
-        for (int64_t k = 0; k < n; k++)                                                                    \
-            for (int64_t c = 0; c < nc; c++) {                                                             \
-                NAME##_acc v = (NAME##_acc)CPU_IN_##IN(x[k * xr + c]);                                    \
-                if (masked) v = CPU_SELECT_##ACC_T(m[k * mr + c], v, (NAME##_acc)(MASKED));                \
-                NAME##_acc next = OP(acc[c], v);                                                           \
-                y[k * yr + c] = CPU_OUT_##OUT(excl ? acc[c] : next);                                       \
-                acc[c] = next;                                                                             \
-            }                                                                                              \
+        TILE_STEPS(NAME, IN, OUT, ACC_T, MASKED, OP);                                                      \
     }                                                                                                      \
     /* the flags as constants, so that each variant compiles without tests in its loop */                \
     INLINE void NAME##_tile_w(const IN_T *x, int64_t xr, const unsigned char *m, int64_t mr, OUT_T *y,      \
