@@ -277,6 +277,28 @@ typedef struct segment {
     {                                                                                                      \
         TILE_STEPS(NAME, IN, OUT, ACC_T, MASKED, OP);                                                      \
     }                                                                                                      \
+    /* ROWS_W lines: loads, folds and stores in three loops, each of which vectorises whole */           \
+    INLINE void NAME##_tile8(const IN_T *restrict x, int64_t xr, const unsigned char *m, int64_t mr,        \
+                             OUT_T *restrict y, int64_t yr, int64_t n, NAME##_acc *acc, const int masked,   \
+                             const int excl)                                                               \
+    {                                                                                                      \
+        NAME##_acc a[ROWS_W];                                                                              \
+        for (int c = 0; c < ROWS_W; c++) a[c] = acc[c];                                                    \
+        for (int64_t k = 0; k < n; k++) {                                                                  \
+            NAME##_acc v[ROWS_W], o[ROWS_W];                                                               \
+            for (int c = 0; c < ROWS_W; c++) {                                                             \
+                v[c] = (NAME##_acc)CPU_IN_##IN(x[k * xr + c]);                                            \
+                if (masked) v[c] = CPU_SELECT_##ACC_T(m[k * mr + c], v[c], (NAME##_acc)(MASKED));          \
+            }                                                                                              \
+            for (int c = 0; c < ROWS_W; c++) {                                                             \
+                NAME##_acc next = OP(a[c], v[c]);                                                          \
+                o[c] = excl ? a[c] : next;                                                                 \
+                a[c] = next;                                                                               \
+            }                                                                                              \
+            for (int c = 0; c < ROWS_W; c++) y[k * yr + c] = CPU_OUT_##OUT(o[c]);                          \
+        }                                                                                                  \
+        for (int c = 0; c < ROWS_W; c++) acc[c] = a[c];                                                    \
+    }                                                                                                      \
     /* x and out the same memory (in place): element c of a row is read before it is written */          \
     INLINE void NAME##_tile_a(const IN_T *x, int64_t xr, const unsigned char *m, int64_t mr, OUT_T *y,      \
                               int64_t yr, int64_t nc, int64_t n, NAME##_acc *acc, int masked, int excl)     \
@@ -352,7 +374,10 @@ typedef struct segment {
             if (!w->staged[0]) prefetch_rows(xt, xr * (int64_t)sizeof *xt, kn, nc * (int64_t)sizeof *xt, 0); \
             if (!w->staged[2]) prefetch_rows(yt, yr * (int64_t)sizeof *yt, kn, nc * (int64_t)sizeof *yt, 1); \
             if (w->staged[0] || w->staged[2] || p->x != p->out) { /* a buffer, or not in place */        \
-                if (nc == ROWS_W) NAME##_tile_w(xt, xr, mt, mr, yw, yr, ROWS_W, kn, acc, masked, excl);     \
+                if (nc == ROWS_W && !masked && !excl) NAME##_tile8(xt, xr, mt, mr, yw, yr, kn, acc, 0, 0);   \
+                else if (nc == ROWS_W && !masked) NAME##_tile8(xt, xr, mt, mr, yw, yr, kn, acc, 0, 1);      \
+                else if (nc == ROWS_W && !excl) NAME##_tile8(xt, xr, mt, mr, yw, yr, kn, acc, 1, 0);        \
+                else if (nc == ROWS_W) NAME##_tile8(xt, xr, mt, mr, yw, yr, kn, acc, 1, 1);                 \
                 else if (nc == MIXED_W) NAME##_tile_w(xt, xr, mt, mr, yw, yr, MIXED_W, kn, acc, masked, excl); \
                 else NAME##_tile_w(xt, xr, mt, mr, yw, yr, nc, kn, acc, masked, excl);                     \
             } else {                                                                                       \
@@ -498,7 +523,7 @@ static const char *walk_name(const walk_layout *w)
 {
     if (w->split) return "long lines split across threads in blocks of 4096";
     if (!w->tiles) return "8 lines walked together";
-    if (w->staged[0] || w->staged[1] || w->staged[2]) return "lines side by side through 64x64 transposing tiles";
+    if (w->staged[0] || w->staged[1] || w->staged[2]) return "lines side by side through transposing tiles";
     return "lines side by side, vectorised";
 }
 
