@@ -36,7 +36,7 @@ enum {
     FOLD_BLOCK = 4096,  /* block of a split line */
     LONG_LINES = 16,
     LONG_LEN = 1 << 16,
-    LONG_SEGMENTS = 64  /* blocks a thread takes per round of a split line (all lines together) */
+    LONG_SEGMENTS = 16  /* blocks a thread takes per round of a split line (all lines together) */
 };
 
 #define INLINE static inline __attribute__((always_inline))
@@ -325,10 +325,27 @@ typedef struct segment {
                 acc[c] = OP(acc[c], v);                                                                    \
             }                                                                                              \
     }                                                                                                      \
+    INLINE void NAME##_fold8(const IN_T *x, int64_t xr, const unsigned char *m, int64_t mr, int64_t n,      \
+                             NAME##_acc *acc, const int masked)                                            \
+    {                                                                                                      \
+        NAME##_acc a[ROWS_W];                                                                              \
+        for (int c = 0; c < ROWS_W; c++) a[c] = acc[c];                                                    \
+        for (int64_t k = 0; k < n; k++) {                                                                  \
+            NAME##_acc v[ROWS_W];                                                                          \
+            for (int c = 0; c < ROWS_W; c++) {                                                             \
+                v[c] = (NAME##_acc)CPU_IN_##IN(x[k * xr + c]);                                            \
+                if (masked) v[c] = CPU_SELECT_##ACC_T(m[k * mr + c], v[c], (NAME##_acc)(MASKED));          \
+            }                                                                                              \
+            for (int c = 0; c < ROWS_W; c++) a[c] = OP(a[c], v[c]);                                        \
+        }                                                                                                  \
+        for (int c = 0; c < ROWS_W; c++) acc[c] = a[c];                                                    \
+    }                                                                                                      \
     INLINE void NAME##_fold_w(const IN_T *x, int64_t xr, const unsigned char *m, int64_t mr, int64_t nc,     \
                               int64_t n, NAME##_acc *acc, int masked)                                      \
     {                                                                                                      \
-        if (masked) NAME##_fold_g(x, xr, m, mr, nc, n, acc, 1);                                            \
+        if (nc == ROWS_W && masked) NAME##_fold8(x, xr, m, mr, n, acc, 1);                                 \
+        else if (nc == ROWS_W) NAME##_fold8(x, xr, m, mr, n, acc, 0);                                      \
+        else if (masked) NAME##_fold_g(x, xr, m, mr, nc, n, acc, 1);                                       \
         else NAME##_fold_g(x, xr, m, mr, nc, n, acc, 0);                                                   \
     }                                                                                                      \
     /* nc lines from line (o, c0), tk steps at a time. init: the lines' carries (NULL: the identity);  \
@@ -365,8 +382,7 @@ typedef struct segment {
                 mr = nc;                                                                                   \
             }                                                                                              \
             if (totals) {                                                                                  \
-                if (nc == ROWS_W) NAME##_fold_w(xt, xr, mt, mr, ROWS_W, kn, acc, masked);                  \
-                else NAME##_fold_w(xt, xr, mt, mr, nc, kn, acc, masked);                                   \
+                NAME##_fold_w(xt, xr, mt, mr, nc, kn, acc, masked);                                        \
                 continue;                                                                                  \
             }                                                                                              \
             OUT_T *yw = w->staged[2] ? yb : yt;                                                            \
