@@ -1,15 +1,17 @@
 -- The CPU's long lines (issue 13): when a scan has at most 16 lines of at least 2^16 elements, each
 -- line is cut into blocks of 4096 elements in walk order and shared by the cores in two passes.
--- The result follows one rule whatever the number of threads: each block's total folded from the
+-- The result follows one rule whatever the number of threads: each block's total taken from the
 -- identity, the totals chained in line order into each block's carry, each block scanned from its
--- carry. Checked bit for bit against that rule written in plain Lua (float64 in and out, so that
+-- carry. Where a line's own elements are contiguous (its blocks side by side), a block's total is
+-- folded in 8 lanes, element k of the block (in walk order) into lane k % 8, the lanes then folded
+-- in order. Checked bit for bit against that rule written in plain Lua (float64 in and out, so that
 -- every addition is the same double addition), and across OMP_NUM_THREADS in child processes.
 local cs = require("cuscan")
 local H = require("spec.helpers")
 local shell = require("spec.support.shell")
 require("cuscan.assertions")
 
-local BLOCK = 4096
+local BLOCK, LANES = 4096, 8
 
 -- the rule, for a line (a Lua array) and opts {reverse, exclusive, mask, op}
 local function split_ref(xs, opts)
@@ -25,8 +27,15 @@ local function split_ref(xs, opts)
   local out, carry = {}, ident
   for b0 = 1, n, BLOCK do
     local b1 = math.min(b0 + BLOCK - 1, n)
+    local lanes = {}
+    for j = 1, LANES do lanes[j] = ident end
+    for k = b0, b1 do
+      local _, v = at(k)
+      local j = (k - b0) % LANES + 1
+      lanes[j] = op(lanes[j], v)
+    end
     local total = ident
-    for k = b0, b1 do local _, v = at(k); total = op(total, v) end
+    for j = 1, LANES do total = op(total, lanes[j]) end
     local acc = carry
     for k = b0, b1 do
       local i, v = at(k)

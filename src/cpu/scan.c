@@ -7,16 +7,19 @@
  * Each line folds in order, as the plain-Lua oracle does, with one exception: when a scan has at
  * most LONG_LINES lines of at least LONG_LEN elements, each line is cut into blocks of FOLD_BLOCK
  * elements (counted in walk order) so that the cores share it. Each block's total is folded from the
- * identity, the totals are chained in line order into each block's carry, and each block is scanned
- * from its carry: the same bits whatever the number of threads, since the cut depends on the shape
- * alone.
+ * identity (where the line's own elements are contiguous, in LANES lanes: element k of the block into
+ * lane k % LANES, the lanes then folded in order), the totals are chained in line order into each
+ * block's carry, and each block is scanned from its carry: the same bits whatever the number of
+ * threads, since the cut depends on the shape alone.
  * Walks (all forward: a reverse scan starts at the line's end with negated strides):
- *   tiles     lines side by side along an `inner` dim, TILE_W (or up to COLUMN_W) at a time, one row
- *             of them per step, the inner loop over unit strides so that it vectorises; an operand
- *             whose unit stride runs along the scan instead (rows, a transposed input or output)
- *             passes through a TILE x TILE buffer, transposed on the way in or out;
- *   segments  GROUP lines (or blocks of a long line) walked together, one element of each per step,
- *             so that their folds overlap; for other strides and for long lines. */
+ *   tiles     lines side by side along an `inner` dim, up to COLUMN_W at a time, one row of them per
+ *             step, the inner loop over unit strides so that it vectorises; an operand whose unit
+ *             stride runs along the scan instead (rows, a transposed input or output) passes through
+ *             a buffer of TILE_ELEMS elements, transposed on the way in or out;
+ *   segments  GROUP lines walked together, one element of each per step, so that their folds
+ *             overlap: for other strides;
+ *   split     long lines in rounds of blocks: a line's blocks side by side as tiles (contiguous
+ *             lines), a block of every line side by side (lines side by side), or as segments. */
 #include <omp.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -36,7 +39,8 @@ enum {
     FOLD_BLOCK = 4096,  /* block of a split line */
     LONG_LINES = 16,
     LONG_LEN = 1 << 16,
-    LONG_SEGMENTS = 16  /* blocks a thread takes per round of a split line (all lines together) */
+    LONG_SEGMENTS = 16, /* blocks a thread takes per round of a split line (all lines together) */
+    LANES = 8           /* lanes of a block's total when a line's blocks lie side by side */
 };
 
 #define INLINE static inline __attribute__((always_inline))
@@ -406,6 +410,38 @@ typedef struct segment {
         if (totals)                                                                                        \
             for (int64_t c = 0; c < nc; c++) totals[c] = acc[c];                                           \
     }                                                                                                      \
+    /* The total of the n elements from o (x, mask) walked with steps st of +-1, in LANES lanes: element   \
+     * k into lane k % LANES, the lanes then folded in order (so that the loads vectorise) */            \
+    INLINE NAME##_acc NAME##_lanes(const IN_T *x, const unsigned char *m, int64_t n, const int64_t sx,        \
+                                   const int64_t sm, const int masked)                                     \
+    {                                                                                                      \
+        NAME##_acc lane[LANES], total = (NAME##_acc)(IDENT);                                               \
+        for (int j = 0; j < LANES; j++) lane[j] = (NAME##_acc)(IDENT);                                     \
+        int64_t k = 0;                                                                                     \
+        for (; k + LANES <= n; k += LANES)                                                                 \
+            for (int j = 0; j < LANES; j++) {                                                              \
+                NAME##_acc v = (NAME##_acc)CPU_IN_##IN(x[(k + j) * sx]);                                  \
+                if (masked) v = CPU_SELECT_##ACC_T(m[(k + j) * sm], v, (NAME##_acc)(MASKED));              \
+                lane[j] = OP(lane[j], v);                                                                  \
+            }                                                                                              \
+        for (; k < n; k++) {                                                                               \
+            NAME##_acc v = (NAME##_acc)CPU_IN_##IN(x[k * sx]);                                            \
+            if (masked) v = CPU_SELECT_##ACC_T(m[k * sm], v, (NAME##_acc)(MASKED));                        \
+            lane[k % LANES] = OP(lane[k % LANES], v);                                                      \
+        }                                                                                                  \
+        for (int j = 0; j < LANES; j++) total = OP(total, lane[j]);                                        \
+        return total;                                                                                      \
+    }                                                                                                      \
+    VECTOR_KERNEL static NAME##_acc NAME##_lane_total(const cs_scan_plan *p, const int64_t *o, const int64_t *st, \
+                                                      int64_t n)                                           \
+    {                                                                                                      \
+        const IN_T *x = (const IN_T *)p->x + o[0];                                                         \
+        const unsigned char *m = p->mask ? p->mask + o[1] : 0;                                             \
+        if (st[0] == 1 && (!m || st[1] == 1)) return m ? NAME##_lanes(x, m, n, 1, 1, 1) : NAME##_lanes(x, m, n, 1, 1, 0); \
+        if (st[0] == -1 && (!m || st[1] == -1))                                                            \
+            return m ? NAME##_lanes(x, m, n, -1, -1, 1) : NAME##_lanes(x, m, n, -1, -1, 0);                \
+        return m ? NAME##_lanes(x, m, n, st[0], st[1], 1) : NAME##_lanes(x, m, n, st[0], st[1], 0);        \
+    }                                                                                                      \
     /* blocks [b0, b1) of every line of a split scan: totals (write = 0) or scans from the carries in     \
      * vals, which holds line l's block b at l * per + b - b0 */                                        \
     static void NAME##_blocks(const cs_scan_plan *p, const walk_layout *w, int64_t b0, int64_t b1,          \
@@ -436,7 +472,13 @@ typedef struct segment {
                 if (left >= FOLD_BLOCK && b + nb == (w->len + FOLD_BLOCK - 1) / FOLD_BLOCK &&              \
                     w->len % FOLD_BLOCK) nb--; /* the short last block on its own */                      \
                 NAME##_acc *v = vals + l * per + (b - b0);                                                 \
-                if (w->split == SPLIT_ALONG) { /* the line's blocks side by side */                       \
+                if (w->split == SPLIT_ALONG && !write) { /* totals straight from memory, in lanes */       \
+                    for (int64_t j = 0; j < nb; j++) {                                                     \
+                        int64_t o[3];                                                                      \
+                        for (int k = 0; k < 3; k++) o[k] = off[k] + (b + j) * FOLD_BLOCK * w->sx[k];        \
+                        acc[j] = NAME##_lane_total(p, o, w->sx, left < FOLD_BLOCK ? left : FOLD_BLOCK);    \
+                    }                                                                                      \
+                } else if (w->split == SPLIT_ALONG) { /* the line's blocks side by side */                \
                     wb.len = left < FOLD_BLOCK ? left : FOLD_BLOCK;                                        \
                     for (int k = 0; k < 3; k++) {                                                          \
                         wb.start[k] = off[k] + b * FOLD_BLOCK * w->sx[k];                                  \
