@@ -4,6 +4,7 @@
 #include <math.h>
 #include <omp.h>
 #include <string.h>
+#include <wchar.h>
 #include "internal.h"
 #include "scalar.h"
 #include "simd.h"
@@ -186,6 +187,22 @@ static int ew_fused(const cs_elementwise_plan *p, const int64_t off[3], const in
     return 1;
 }
 
+/* A contiguous run of a fill: the value's bytes stored by the C library's memset and wmemset (the
+ * widest stores the CPU has) when they repeat in bytes or in 4-byte words; else 0. */
+static int fill_run(const cs_elementwise_plan *p, int64_t off, int64_t n)
+{
+    union { float f; int32_t i; wchar_t w; } v4;
+    if (sizeof(wchar_t) != 4 && p->dtype[0] != CS_BOOL) return 0;
+    switch (p->dtype[0]) {
+    case CS_BOOL: memset((uint8_t *)p->ptr[0] + off, p->iscalar != 0, (size_t)n); return 1;
+    case CS_FLOAT32: v4.f = (float)p->scalar; break;
+    case CS_INT32: v4.i = (int32_t)p->iscalar; break;
+    default: return 0;
+    }
+    wmemset((wchar_t *)p->ptr[0] + off, v4.w, (size_t)n);
+    return 1;
+}
+
 /* n elements from offsets off (out, a, b) with strides s */
 static void ew_run(const cs_elementwise_plan *p, const int64_t off[3], const int64_t s[3], int64_t n)
 {
@@ -193,6 +210,7 @@ static void ew_run(const cs_elementwise_plan *p, const int64_t off[3], const int
     const int unary = p->nin == 1 && !p->has_scalar && p->op < CS_EW_FILL;
     union { double d[RUN]; int64_t i[RUN]; } a, b;
     if (p->op < CS_EW_FILL && ew_fused(p, off, s, n)) return;
+    if (p->op == CS_EW_FILL && s[0] == 1 && fill_run(p, off[0], n)) return;
     for (int64_t k = 0; k < n; k += RUN) {
         const int64_t m = n - k < RUN ? n - k : RUN;
         const int64_t o0 = off[0] + k * s[0], o1 = off[1] + k * s[1], o2 = off[2] + k * s[2];
