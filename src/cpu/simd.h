@@ -1,12 +1,16 @@
-/* cpu/simd.h - hot CPU loops compiled twice: for CPUs with AVX2 (four doubles a vector instead of the
- * baseline SSE2's two) and for any x86-64, the copy picked when the library loads (GCC's
- * target_clones). Elsewhere, or under another compiler, one plain copy. */
+/* cpu/simd.h - hot CPU loops compiled for several x86-64 levels, the copy for the CPU at hand picked
+ * when the library loads (GCC's target_clones): AVX-512 (x86-64-v4: eight doubles a vector, and mask
+ * registers for masked scans), AVX2 (x86-64-v3: four) and the baseline's SSE2 (two). The
+ * transposition keeps to AVX2's shuffles of 32-byte rows (VECTOR_KERNEL_256), which it is written
+ * for. Elsewhere, or under another compiler, one plain copy. */
 #ifndef CUSCAN_CPU_SIMD_H
 #define CUSCAN_CPU_SIMD_H
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define VECTOR_KERNEL __attribute__((target_clones("arch=x86-64-v3", "default")))
+#define VECTOR_KERNEL __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#define VECTOR_KERNEL_256 __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define VECTOR_KERNEL
+#define VECTOR_KERNEL_256
 #endif
 
 #include <stddef.h>

@@ -81,7 +81,7 @@ INLINE void transpose_4x4_u64(const uint64_t *src, int64_t ss, uint64_t *dst, in
     }
 #endif
 
-VECTOR_KERNEL void cs_cpu_transpose(const void *src, int64_t ss, void *dst, int64_t ds, int64_t nr, int64_t nc,
+VECTOR_KERNEL_256 void cs_cpu_transpose(const void *src, int64_t ss, void *dst, int64_t ds, int64_t nr, int64_t nc,
                                     size_t size)
 {
     int64_t r = 0;
