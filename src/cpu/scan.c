@@ -220,13 +220,26 @@ typedef struct segment {
     int first;
 } segment;
 
-/* n steps of nc lines side by side (rows of stride xr, mr, yr), the loop of tile_g and tile_a */
+/* n steps of nc lines side by side (rows of stride xr, mr, yr), the loop of tile_g and tile_a: two
+ * rows a pass, so that each line's accumulator is loaded and stored once for both */
+#define TILE_STEP_VALUE(NAME, IN, ACC_T, MASKED, V, ROW)                                                \
+    NAME##_acc V = (NAME##_acc)CPU_IN_##IN(x[(ROW) * xr + c]);                                          \
+    if (masked) V = CPU_SELECT_##ACC_T(m[(ROW) * mr + c], V, (NAME##_acc)(MASKED));
 #define TILE_STEPS(NAME, IN, OUT, ACC_T, MASKED, OP)                                                    \
-    for (int64_t k = 0; k < n; k++)                                                                     \
+    int64_t k = 0;                                                                                      \
+    for (; k + 1 < n; k += 2)                                                                           \
         for (int64_t c = 0; c < nc; c++) {                                                              \
-            NAME##_acc v = (NAME##_acc)CPU_IN_##IN(x[k * xr + c]);                                     \
-            if (masked) v = CPU_SELECT_##ACC_T(m[k * mr + c], v, (NAME##_acc)(MASKED));                 \
-            NAME##_acc next = OP(acc[c], v);                                                            \
+            TILE_STEP_VALUE(NAME, IN, ACC_T, MASKED, v0, k)                                             \
+            TILE_STEP_VALUE(NAME, IN, ACC_T, MASKED, v1, k + 1)                                         \
+            NAME##_acc n0 = OP(acc[c], v0), n1 = OP(n0, v1);                                            \
+            y[k * yr + c] = CPU_OUT_##OUT(excl ? acc[c] : n0);                                          \
+            y[(k + 1) * yr + c] = CPU_OUT_##OUT(excl ? n0 : n1);                                        \
+            acc[c] = n1;                                                                                \
+        }                                                                                               \
+    for (; k < n; k++)                                                                                  \
+        for (int64_t c = 0; c < nc; c++) {                                                              \
+            TILE_STEP_VALUE(NAME, IN, ACC_T, MASKED, v0, k)                                             \
+            NAME##_acc next = OP(acc[c], v0);                                                           \
             y[k * yr + c] = CPU_OUT_##OUT(excl ? acc[c] : next);                                        \
             acc[c] = next;                                                                              \
         }
