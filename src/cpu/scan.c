@@ -18,7 +18,7 @@
  *             a buffer of TILE_ELEMS elements, transposed on the way in or out;
  *   segments  GROUP lines walked together, one element of each per step, so that their folds
  *             overlap: for other strides;
- *   split     long lines in rounds of blocks: a line's blocks side by side as tiles (contiguous
+ *   split     long lines in two passes over blocks: a line's blocks side by side as tiles (contiguous
  *             lines), a block of every line side by side (lines side by side), or as segments. */
 #include <omp.h>
 #include <stdint.h>
@@ -39,7 +39,6 @@ enum {
     FOLD_BLOCK = 4096,  /* block of a split line */
     LONG_LINES = 16,
     LONG_LEN = 1 << 16,
-    LONG_SEGMENTS = 16, /* blocks a thread takes per round of a split line (all lines together) */
     LANES = 8           /* lanes of a block's total when a line's blocks lie side by side */
 };
 
@@ -514,46 +513,38 @@ typedef struct segment {
             }                                                                                              \
         }                                                                                                  \
     }                                                                                                      \
-    /* rounds of `per` blocks of every line per thread: totals, then (one thread) the carries chained    \
-     * in line order, then the scans; a thread's blocks stay in its cache between the two passes */       \
-    static void NAME##_split(const cs_scan_plan *p, const walk_layout *w)                                   \
+    /* each thread a contiguous share of the blocks of every line: their totals, then (one thread) the  \
+     * carries chained in line order, then the scans from the carries; two waits in all, so that a    \
+     * busy machine that pauses one thread delays the others once, not once a round. -1: no memory. */  \
+    static int NAME##_split(const cs_scan_plan *p, const walk_layout *w)                                    \
     {                                                                                                      \
         const int64_t L = w->nlines, nblk = (w->len + FOLD_BLOCK - 1) / FOLD_BLOCK;                        \
-        const int64_t per = LONG_SEGMENTS / L > 0 ? LONG_SEGMENTS / L : 1;                                 \
-        NAME##_acc carry[LONG_LINES], one[LONG_LINES * LONG_SEGMENTS];                                     \
-        int nt = omp_get_max_threads();                                                                    \
-        NAME##_acc *vals = nt > 1 ? malloc(sizeof *vals * (size_t)(L * per * nt)) : NULL;                  \
-        if (!vals) {                                                                                       \
-            vals = one;                                                                                    \
-            nt = 1;                                                                                        \
-        }                                                                                                  \
-        for (int64_t l = 0; l < L; l++) carry[l] = (NAME##_acc)(IDENT);                                    \
-        _Pragma("omp parallel num_threads(nt)")                                                            \
+        NAME##_acc *vals = malloc(sizeof *vals * (size_t)(L * nblk));                                      \
+        if (!vals) return -1;                                                                              \
+        _Pragma("omp parallel")                                                                            \
         {                                                                                                  \
             const int64_t T = omp_get_num_threads(), t = omp_get_thread_num();                             \
-            for (int64_t r0 = 0; r0 < nblk; r0 += T * per) {                                               \
-                const int64_t b0 = r0 + t * per < nblk ? r0 + t * per : nblk;                              \
-                const int64_t b1 = b0 + per < nblk ? b0 + per : nblk;                                      \
-                NAME##_blocks(p, w, b0, b1, per, vals + t * L * per, 0);                                   \
-                _Pragma("omp barrier")                                                                     \
-                _Pragma("omp single")                                                                      \
-                for (int64_t l = 0; l < L; l++)                                                            \
-                    for (int64_t i = 0; i < T * per && r0 + i < nblk; i++) {                               \
-                        NAME##_acc *v = vals + i / per * L * per + l * per + i % per;                      \
-                        const NAME##_acc total = *v;                                                       \
-                        *v = carry[l];                                                                     \
-                        carry[l] = OP(carry[l], total);                                                    \
-                    }                                                                                      \
-                NAME##_blocks(p, w, b0, b1, per, vals + t * L * per, 1);                                   \
+            const int64_t b0 = nblk * t / T, b1 = nblk * (t + 1) / T;                                      \
+            NAME##_blocks(p, w, b0, b1, nblk, vals + b0, 0);                                               \
+            _Pragma("omp barrier")                                                                         \
+            _Pragma("omp single")                                                                          \
+            for (int64_t l = 0; l < L; l++) {                                                              \
+                NAME##_acc carry = (NAME##_acc)(IDENT);                                                    \
+                for (int64_t b = 0; b < nblk; b++) {                                                       \
+                    const NAME##_acc total = vals[l * nblk + b];                                           \
+                    vals[l * nblk + b] = carry;                                                            \
+                    carry = OP(carry, total);                                                              \
+                }                                                                                          \
             }                                                                                              \
+            NAME##_blocks(p, w, b0, b1, nblk, vals + b0, 1);                                               \
         }                                                                                                  \
-        if (vals != one) free(vals);                                                                       \
+        free(vals);                                                                                        \
+        return 0;                                                                                          \
     }                                                                                                      \
-    static void NAME##_run(const cs_scan_plan *p, const walk_layout *w)                                     \
+    static int NAME##_run(const cs_scan_plan *p, const walk_layout *w)                                      \
     {                                                                                                      \
-        if (w->split) {                                                                                    \
-            NAME##_split(p, w);                                                                            \
-        } else if (w->tiles) {                                                                             \
+        if (w->split) return NAME##_split(p, w);                                                           \
+        if (w->tiles) {                                                                                    \
             const int64_t width = tile_width(w, w->tw);                                                    \
             const int64_t nb = (w->inner + width - 1) / width;                                             \
             _Pragma("omp parallel for schedule(static) if(w->nouter * nb > 1 && w->nlines * w->len > 32768)") \
@@ -579,6 +570,7 @@ typedef struct segment {
                 }                                                                                          \
             }                                                                                              \
         }                                                                                                  \
+        return 0;                                                                                          \
     }
 
 /* a sum and, where the pair has one, a product for every pair of the list */
@@ -588,7 +580,7 @@ typedef struct segment {
 CS_SCAN_PAIRS(DEFINE_PAIR)
 #undef DEFINE_PAIR
 
-typedef void (*scan_fn)(const cs_scan_plan *, const walk_layout *);
+typedef int (*scan_fn)(const cs_scan_plan *, const walk_layout *);
 
 static const char *walk_name(const walk_layout *w)
 {
@@ -624,6 +616,6 @@ cs_status cs_cpu_scan(const cs_scan_plan *p)
         }
         fprintf(stderr, "cuscan plan: %s\n", line);
     }
-    run(p, &w);
+    if (run(p, &w)) return cs_fail(CS_ERR_OUT_OF_MEMORY, "scan: no memory for the block totals of a long line");
     return CS_OK;
 }
