@@ -1,4 +1,4 @@
-/* cpu_ops.c - CPU element-wise ops, reductions and comparisons, OpenMP over elements. Values move
+/* cpu/ops.c - CPU element-wise ops, reductions and comparisons, OpenMP over elements. Values move
  * as double (float compute dtypes) or int64 (integer and bool ones); scalar.h holds the semantics
  * that the CUDA kernels share. */
 #include <math.h>
