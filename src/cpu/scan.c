@@ -39,6 +39,7 @@ enum {
     FOLD_BLOCK = 4096,  /* block of a split line */
     LONG_LINES = 16,
     LONG_LEN = 1 << 16,
+    ROUND_BLOCKS = 512, /* blocks of a split scan's round, a thread's, all lines together */
     LANES = 8           /* lanes of a block's total when a line's blocks lie side by side */
 };
 
@@ -513,30 +514,36 @@ typedef struct segment {
             }                                                                                              \
         }                                                                                                  \
     }                                                                                                      \
-    /* each thread a contiguous share of the blocks of every line: their totals, then (one thread) the  \
-     * carries chained in line order, then the scans from the carries; two waits in all, so that a    \
-     * busy machine that pauses one thread delays the others once, not once a round. -1: no memory. */  \
+    /* rounds of `per` blocks of every line a thread (about 8 MiB of x: the round's second pass reads     \
+     * from cache): their totals, then (one thread) the carries chained in line order, then the scans   \
+     * from the carries. Few rounds, so that a busy machine that pauses a thread costs few waits. -1: no \
+     * memory. */                                                                                       \
     static int NAME##_split(const cs_scan_plan *p, const walk_layout *w)                                    \
     {                                                                                                      \
         const int64_t L = w->nlines, nblk = (w->len + FOLD_BLOCK - 1) / FOLD_BLOCK;                        \
-        NAME##_acc *vals = malloc(sizeof *vals * (size_t)(L * nblk));                                      \
+        const int64_t per = ROUND_BLOCKS / L;                                                              \
+        NAME##_acc carry[LONG_LINES];                                                                      \
+        NAME##_acc *vals = malloc(sizeof *vals * (size_t)(L * per * omp_get_max_threads()));               \
         if (!vals) return -1;                                                                              \
+        for (int64_t l = 0; l < L; l++) carry[l] = (NAME##_acc)(IDENT);                                    \
         _Pragma("omp parallel")                                                                            \
         {                                                                                                  \
             const int64_t T = omp_get_num_threads(), t = omp_get_thread_num();                             \
-            const int64_t b0 = nblk * t / T, b1 = nblk * (t + 1) / T;                                      \
-            NAME##_blocks(p, w, b0, b1, nblk, vals + b0, 0);                                               \
-            _Pragma("omp barrier")                                                                         \
-            _Pragma("omp single")                                                                          \
-            for (int64_t l = 0; l < L; l++) {                                                              \
-                NAME##_acc carry = (NAME##_acc)(IDENT);                                                    \
-                for (int64_t b = 0; b < nblk; b++) {                                                       \
-                    const NAME##_acc total = vals[l * nblk + b];                                           \
-                    vals[l * nblk + b] = carry;                                                            \
-                    carry = OP(carry, total);                                                              \
-                }                                                                                          \
+            for (int64_t r0 = 0; r0 < nblk; r0 += T * per) {                                               \
+                const int64_t b0 = r0 + t * per < nblk ? r0 + t * per : nblk;                              \
+                const int64_t b1 = b0 + per < nblk ? b0 + per : nblk;                                      \
+                NAME##_blocks(p, w, b0, b1, per, vals + t * L * per, 0);                                   \
+                _Pragma("omp barrier")                                                                     \
+                _Pragma("omp single")                                                                      \
+                for (int64_t l = 0; l < L; l++)                                                            \
+                    for (int64_t i = 0; i < T * per && r0 + i < nblk; i++) {                               \
+                        NAME##_acc *v = vals + i / per * L * per + l * per + i % per;                      \
+                        const NAME##_acc total = *v;                                                       \
+                        *v = carry[l];                                                                     \
+                        carry[l] = OP(carry[l], total);                                                    \
+                    }                                                                                      \
+                NAME##_blocks(p, w, b0, b1, per, vals + t * L * per, 1);                                   \
             }                                                                                              \
-            NAME##_blocks(p, w, b0, b1, nblk, vals + b0, 1);                                               \
         }                                                                                                  \
         free(vals);                                                                                        \
         return 0;                                                                                          \
