@@ -51,6 +51,9 @@ NV_ALL    = $(NVFLAGS) -std=c++17 -Xcompiler -fPIC,-fvisibility=hidden,-Wall,-We
             $(foreach a,$(CUDA_ARCH),-gencode arch=compute_$(a),code=sm_$(a)) \
             $(if $(PTX_ARCH),-gencode arch=compute_$(PTX_ARCH)$(comma)code=compute_$(PTX_ARCH))
 LDLIBS    = -fopenmp -lm -lpthread
+# glibc's vector math library for the CPU backend's float32 exp and log (src/cpu/vmath.c), when it links
+MVEC     := $(shell printf 'int main(void) { return 0; }' | $(CC) -x c - -lmvec -o /dev/null 2>/dev/null && echo -lmvec)
+LDLIBS   += $(MVEC)
 
 # Folders by layer: src/ the public API, plan and tensor core; src/cpu/ the CPU backend; src/cuda/
 # the CUDA side's host runtime and kernels/ its device code (src/no_cuda.c stands in for both
@@ -81,7 +84,7 @@ endif
 
 LIB  = $(BUILD)/libcuscan.so
 CDEF = $(BUILD)/cuscan.cdef
-HDRS = $(wildcard src/*.h)
+HDRS = $(wildcard src/*.h src/cpu/*.h)
 CUH  = $(wildcard kernels/*.cuh)
 
 .DELETE_ON_ERROR:
@@ -93,11 +96,13 @@ announce:
 ifeq ($(CUDA),1)
 	@if [ ! -f $(LIB) ] || [ -n "$$(find kernels src/dtypes.h -newer $(LIB) 2>/dev/null | head -1)" ]; then \
 	  echo "cuscan: building with CUDA kernels for sm_$(subst $() ,$(comma) sm_,$(CUDA_ARCH)) (+ PTX $(PTX_ARCH)) on $(JOBS) cores;" \
-	       "a first build takes about $$(( ( 60 * $(words $(CUDA_ARCH)) * $(words $(CU_OBJS)) / $(JOBS) + 59 ) / 60 )) min here"; \
+	       "a first build takes about $$(( ( 30 * $(words $(CUDA_ARCH)) * $(words $(CU_OBJS)) / $(JOBS) + 59 ) / 60 )) min here"; \
 	fi
 else
 	@echo "cuscan: building the CPU backend alone ($(if $(NVCC),CUDA=0 given,no nvcc found)); CUDA specs will be skipped"
 endif
+
+$(OBJ)/cpu/vmath.o: C_ALL += -fno-math-errno $(if $(MVEC),-DCS_HAVE_MVEC)
 
 $(OBJ)/%.o: src/%.c $(HDRS)
 	@mkdir -p $(dir $@)

@@ -1,7 +1,10 @@
 -- LuaRocks package of cuscan, built from a checkout of the repository:
 --
+--     sudo apt-get install -y luarocks lua5.1 liblua5.1-0-dev luajit libluajit-5.1-dev
 --     luarocks make cuscan-scm-1.rockspec            (add --local or --tree DIR as usual)
 --
+-- Debian's luarocks runs under the first Lua it finds installed (lua5.1 before lua5.2) and builds
+-- for that version; lua5.1 makes it Lua 5.1, LuaJIT's (else add --lua-version=5.1).
 -- It runs the project's Makefile: `make all` builds build/libcuscan.so (with the CUDA kernels when
 -- nvcc is found; CUDA=0 in the environment builds the CPU backend alone), then `make install`
 -- with LuaRocks' directories: the Lua modules go to LUADIR/cuscan/ (the tree's share/lua/5.1),
@@ -42,4 +45,11 @@ build = {
     BINDIR = "$(BINDIR)",
   },
   copy_directories = { "examples" },
+}
+
+-- bin/cuscan is a shell script that starts LuaJIT (it is a Lua chunk too, which LuaRocks would
+-- otherwise wrap to run under its own Lua 5.1 interpreter): installed as it is, it finds the
+-- modules beside it in the tree.
+deploy = {
+  wrap_bin_scripts = false,
 }

@@ -1,10 +1,12 @@
 -- bench/bench.lua - the performance table (`make bench`): every row of the speed targets, timed
 -- with device events (median of repeated runs after warm-up), as GB/s and as a fraction of a
--- device-to-device copy of the same tensor measured in the same run; PyTorch eager and
--- torch.compile side by side when python3 with torch is present.
+-- device-to-device copy of the same tensor measured in the same run (on the CPU: a memcpy on every
+-- core); PyTorch eager and torch.compile side by side on CUDA when python3 with torch is present,
+-- NumPy on the CPU when python3 with numpy is (bench/compare_numpy.py). On the CPU, element-wise
+-- ops get a table of their own, against the same floor.
 --
---   luajit bench/bench.lua [--csv PATH] [--only PATTERN] [--reps N] [--no-torch] [--compile]
---                          [--device cpu|cuda]
+--   luajit bench/bench.lua [--csv PATH] [--only PATTERN] [--reps N] [--no-torch] [--no-numpy]
+--                          [--compile] [--device cpu|cuda]
 local cs = require("cuscan")
 
 local opts = { reps = 20 }
@@ -17,6 +19,7 @@ do
       opts[a:sub(3)] = arg[i + 1]
       i = i + 1
     elseif a == "--no-torch" then opts.no_torch = true
+    elseif a == "--no-numpy" then opts.no_numpy = true
     elseif a == "--compile" then opts.compile = true
     else error("bench: unknown argument " .. a) end
     i = i + 1
@@ -57,14 +60,19 @@ if on_cuda then
     { "bf16 32768x32768 dim1", { 32768, 32768 }, 1, "bfloat16", 0.90 },
   }
 else
+  -- every layout at >= 70% of a memcpy on every core: rows, columns, one long line (split across
+  -- the cores), short rows, few long columns
   ROWS = {
-    { "cpu f32 4096x4096 dim2", { 4096, 4096 }, 2, "float32" },
-    { "cpu f32 4096x4096 dim1", { 4096, 4096 }, 1, "float32" },
-    { "cpu f64 2048x4096 dim2", { 2048, 4096 }, 2, "float64" },
-    { "cpu f32 1x2^24 dim2", { 1, 2 ^ 24 }, 2, "float32" },
-    { "cpu f32 2^18x16 dim2", { 2 ^ 18, 16 }, 2, "float32" },
-    { "cpu f16 4096x4096 dim2", { 4096, 4096 }, 2, "float16" },
-    { "cpu bf16 4096x4096 dim1", { 4096, 4096 }, 1, "bfloat16" },
+    { "cpu f32 4096x4096 dim2", { 4096, 4096 }, 2, "float32", 0.70 },
+    { "cpu f32 4096x4096 dim1", { 4096, 4096 }, 1, "float32", 0.70 },
+    { "cpu f64 2048x4096 dim2", { 2048, 4096 }, 2, "float64", 0.70 },
+    { "cpu f64 2048x4096 dim1", { 2048, 4096 }, 1, "float64", 0.70 },
+    { "cpu f32 1x2^24 dim2", { 1, 2 ^ 24 }, 2, "float32", 0.70 },
+    { "cpu f32 2^20x16 dim2", { 2 ^ 20, 16 }, 2, "float32", 0.70 },
+    { "cpu f32 16x2^20 dim1", { 16, 2 ^ 20 }, 1, "float32", 0.70 },
+    { "cpu f32 2^20x16 dim1", { 2 ^ 20, 16 }, 1, "float32", 0.70 },
+    { "cpu f16 4096x4096 dim2", { 4096, 4096 }, 2, "float16", 0.70 },
+    { "cpu bf16 4096x4096 dim1", { 4096, 4096 }, 1, "bfloat16", 0.70 },
   }
 end
 
@@ -174,6 +182,26 @@ if on_cuda then
     { "f32 2^16x1024 dim1", function() return cs.rand({ 2 ^ 16, 1024 }, { seed = 29 }) end, 1 },
     { "f32 128x4000 dim2", function() return cs.rand({ 128, 4000 }, { seed = 30 }) end, 2 },
   }
+else
+  -- views, and a transposed input into a contiguous result (`contiguous`: out is a fresh contiguous
+  -- tensor, not one laid out like x), each against a memcpy of its bytes on every core
+  CASES = {
+    { "cpu f32 transposed 4096^2 dim2 -> contiguous", function()
+        return cs.rand({ 4096, 4096 }, { seed = 22 }):transpose(1, 2) end, 2, contiguous = true, target = 0.70 },
+    { "cpu f32 contiguous 4096^2 dim2 -> transposed", function()
+        return cs.rand({ 4096, 4096 }, { seed = 22 }) end, 2, transposed_out = true, target = 0.70 },
+    { "cpu f32 transposed 4096^2 dim1", function()
+        return cs.rand({ 4096, 4096 }, { seed = 22 }):transpose(1, 2) end, 1, target = 0.70 },
+    { "cpu f32 narrow 4096x4095 dim2", function()
+        return cs.rand({ 4096, 4096 }, { seed = 21 }):narrow(2, 2, 4095) end, 2, target = 0.70 },
+    { "cpu f32 64x4096x64 dim2", function() return cs.rand({ 64, 4096, 64 }, { seed = 13 }) end, 2, target = 0.70 },
+    { "cpu f32->f64 4096x4096 dim2", function() return cs.rand({ 4096, 4096 }, { seed = 15 }) end, 2,
+      dtype = "float64", target = 0.70 },
+    { "cpu i32 4096x4096 dim2", function() return (cs.rand({ 4096, 4096 }, { seed = 17 }) * 100):to("int32") end, 2,
+      target = 0.70 },
+    { "cpu masked f32 4096x4096 dim1", function() return cs.rand({ 4096, 4096 }, { seed = 23 }) end, 1, masked = true,
+      target = 0.70 },
+  }
 end
 local case_results = {}
 local SIZE = { float32 = 4, float64 = 8, int32 = 4, int64 = 8, bool = 1, float16 = 2, bfloat16 = 2 }
@@ -185,8 +213,14 @@ for _, case in ipairs(CASES) do
     local n = x:numel()
     local y = x:clone()
     local mask = case.masked and cs.rand(shape, { seed = 3 }):lt(0.5) or nil
-    local out = x:cumsum(case[3], { dtype = case.dtype, mask = mask })
-    local function copy_time() return time_ms(function() y:copy(x) end, opts.reps) end
+    local out
+    if case.contiguous then out = cs.empty(shape, { dtype = case.dtype or x.dtype })
+    elseif case.transposed_out then out = cs.empty({ shape[2], shape[1] }, { dtype = case.dtype or x.dtype }):transpose(1, 2)
+    else out = x:cumsum(case[3], { dtype = case.dtype, mask = mask }) end
+    -- the floor: a copy of x on CUDA; on the CPU a memcpy of x's bytes on every core
+    local src, dst = x, y
+    if not on_cuda then src, dst = cs.ones({ n }, { dtype = x.dtype }), cs.ones({ n }, { dtype = x.dtype }) end
+    local function copy_time() return time_ms(function() dst:copy(src) end, opts.reps) end
     local copy_ms = math.min(copy_time(), copy_time())
     local fn = function() x:cumsum(case[3], { dtype = case.dtype, mask = mask, out = out }) end
     local ms = math.min(time_ms(fn, opts.reps), time_ms(fn, opts.reps))
@@ -206,17 +240,55 @@ for _, case in ipairs(CASES) do
       cs.force_family(nil)
     end
     case_results[#case_results + 1] = { name = case[1], ms = ms, copy_ms = copy_ms, gbs = bytes / ms / 1e6,
-      frac = bytes / ms / 1e6 / copy_gbs, plan = cs.explain(x, case[3], { dtype = case.dtype, mask = mask, out = out }),
+      frac = bytes / ms / 1e6 / copy_gbs, target = case.target,
+      plan = cs.explain(x, case[3], { dtype = case.dtype, mask = mask, out = out }),
       families = table.concat(by_family, ", ") }
-    x, y, mask, out = nil, nil, nil, nil
+    x, y, mask, out, src, dst = nil, nil, nil, nil, nil, nil
     collectgarbage()
     collectgarbage()
   end
 end
 
--- host overhead of a launch from Lua (asynchronous), on a small tensor
+-- element-wise ops on the CPU: each against a memcpy of 2^24 float32 on every core, counting its
+-- own bytes (inputs read and output written once); results freed as a loop that frees them would,
+-- so that their pages are reused
+local EW_CASE, EW_SHAPE = "cpu f32 4096x4096 element-wise", { 4096, 4096 }
+local ew_results = {}
+if not on_cuda and (not opts.only or EW_CASE:find(opts.only, 1, true)) then
+  local x = cs.rand(EW_SHAPE, { seed = 31 })
+  local z = x + 1
+  local y = x:clone()
+  local xt = x:transpose(1, 2)
+  local n = x:numel()
+  local function free(t) t:free() end
+  local EW = {
+    { "mul_scalar", "x * 1", function() free(x * 1) end, 8 },
+    { "add", "x + z", function() free(x + z) end, 12 },
+    { "exp", "x:exp()", function() free(x:exp()) end, 8 },
+    { "lt_scalar", "x:lt(0.5)", function() free(x:lt(0.5)) end, 5 },
+    { "to_float64", "x:to(\"float64\")", function() free(x:to("float64")) end, 12 },
+    { "transpose_copy", "y:copy(x:transpose(1, 2))", function() y:copy(xt) end, 8 },
+    { "fill", "y:fill(3)", function() y:fill(3) end, 4 },
+  }
+  local function copy_time() return time_ms(function() y:copy(x) end, opts.reps) end
+  local copy_ms = math.min(copy_time(), copy_time())
+  for _, e in ipairs(EW) do
+    local ms = math.min(time_ms(e[3], opts.reps), time_ms(e[3], opts.reps))
+    ew_results[#ew_results + 1] = { op = e[1], expr = e[2], ms = ms, gbs = n * e[4] / ms / 1e6 }
+  end
+  copy_ms = math.min(copy_ms, copy_time())
+  for _, r in ipairs(ew_results) do
+    r.copy_ms, r.frac = copy_ms, r.gbs / (2 * n * 4 / copy_ms / 1e6)
+    r.met = r.frac >= 0.70
+  end
+  x, z, y, xt = nil, nil, nil, nil
+  collectgarbage()
+  collectgarbage()
+end
+
+-- host overhead of a launch from Lua (asynchronous), on a small tensor (CUDA: the launch target)
 local host_us
-do
+if on_cuda then
   local x = cs.rand({ 128, 4000 })
   local y = cs.rand({ 128, 4000 })
   local h0, h1 = cs.event("cpu"), cs.event("cpu")
@@ -269,18 +341,30 @@ if on_cuda then
   end
 end
 
--- peers: PyTorch eager and torch.compile on the same rows
+-- peers: PyTorch eager and torch.compile on the same rows (CUDA), NumPy (CPU; Debian's python3 has it
+-- when the first python3 on PATH does not)
 local peers = {}
-if on_cuda and not opts.no_torch then
+local function numpy_python()
+  for _, py in ipairs({ "python3", "/usr/bin/python3" }) do
+    local ok = os.execute(py .. " -c 'import numpy' >/dev/null 2>&1")
+    if ok == 0 or ok == true then return py end
+  end
+end
+local python = on_cuda and not opts.no_torch and "python3" or not on_cuda and not opts.no_numpy and numpy_python()
+if python then
   local here = debug.getinfo(1, "S").source:sub(2):match("(.*/)") or "./"
   local cases_path = os.tmpname()
   local f = assert(io.open(cases_path, "w"))
   for _, r in ipairs(results) do
     f:write(string.format("%s,%s,%d,%s,%s\n", r.case, table.concat(r.shape, "x"), r.dim, r.dtype, r.op))
   end
+  for _, r in ipairs(ew_results) do
+    f:write(string.format("%s,%s,1,float32,%s\n", EW_CASE, table.concat(EW_SHAPE, "x"), r.op))
+  end
   f:close()
-  local cmd = string.format("python3 %scompare_torch.py %s --reps %d %s 2>/dev/null", here, cases_path,
-                            opts.reps, opts.compile and "--compile" or "")
+  local cmd = on_cuda and string.format("python3 %scompare_torch.py %s --reps %d %s 2>/dev/null", here, cases_path,
+                                        opts.reps, opts.compile and "--compile" or "")
+              or string.format("%s %scompare_numpy.py %s --reps %d 2>/dev/null", python, here, cases_path, opts.reps)
   local p = io.popen(cmd)
   for line in p:lines() do
     local case, op, eager, compiled, copy = line:match("^([^,]+),([^,]+),([^,]*),([^,]*),([^,]*)$")
@@ -291,26 +375,31 @@ if on_cuda and not opts.no_torch then
 end
 
 -- the table
-local header = string.format("%-22s %-25s %9s %9s %8s %7s %7s %4s %9s %9s %7s",
-  "case", "op", "ms", "ms(2nd)", "GB/s", "%copy", "target", "met", "torch", "compile", "vs best")
+-- the peers' columns: PyTorch eager and torch.compile on CUDA, NumPy on the CPU
+local peer_a, peer_b, vs = "torch", "compile", "vs best"
+if not on_cuda then peer_a, peer_b, vs = "numpy", "", "vs numpy" end
+local header = string.format("%-22s %-25s %9s %9s %8s %7s %7s %4s %9s %9s %8s",
+  "case", "op", "ms", "ms(2nd)", "GB/s", "%copy", "target", "met", peer_a, peer_b, vs)
 print(header)
 print(string.rep("-", #header))
 local csv = opts.csv and assert(io.open(opts.csv, "w"))
-if csv then csv:write("device,date,case,op,ms,ms_second,gbs,copy_ms,copy_gbs,frac_copy,target,met,torch_eager_ms,torch_compile_ms,speedup_vs_best_peer\n") end
+-- peer_ms: PyTorch eager (CUDA) or NumPy (CPU)
+if csv then csv:write("device,date,case,op,ms,ms_second,gbs,copy_ms,copy_gbs,frac_copy,target,met,peer_ms,torch_compile_ms,speedup_vs_best_peer\n") end
 local last_case
 for _, r in ipairs(results) do
   if r.case ~= last_case then
-    print(string.format("%-22s %-25s %9.4f %9s %8.0f %7s", r.case, "(device copy)", r.copy_ms, "", r.copy_gbs, "100%"))
+    print(string.format("%-22s %-25s %9.4f %9s %8.0f %7s", r.case, on_cuda and "(device copy)" or "(memcpy, all cores)",
+      r.copy_ms, "", r.copy_gbs, "100%"))
     last_case = r.case
   end
   local peer = peers[r.case .. "|" .. r.op]
   local best = peer and math.min(peer.eager or math.huge, peer.compiled or math.huge)
   local speedup = best and best < math.huge and best / r.ms or nil
   local target = r.target and (r.us and string.format("<=%gus", r.target) or string.format(">=%d%%", r.target * 100)) or ""
-  print(string.format("%-22s %-25s %9.4f %9.4f %8.0f %6.1f%% %7s %4s %9s %9s %7s", r.case, r.op, r.ms, math.max(r.ms1, r.ms2),
+  print(string.format("%-22s %-25s %9.4f %9.4f %8.0f %6.1f%% %7s %4s %9s %9s %8s", r.case, r.op, r.ms, math.max(r.ms1, r.ms2),
     r.gbs, 100 * r.frac, target, r.met == nil and "" or (r.met and "yes" or "NO"),
     peer and peer.eager and string.format("%.4f", peer.eager) or "-",
-    peer and peer.compiled and string.format("%.4f", peer.compiled) or "-",
+    peer and peer.compiled and string.format("%.4f", peer.compiled) or (on_cuda and "-" or ""),
     speedup and string.format("%.2fx", speedup) or "-"))
   if csv then
     csv:write(string.format("%s,%s,%s,%s,%.5f,%.5f,%.1f,%.5f,%.1f,%.4f,%s,%s,%s,%s,%s\n", info and info.name or "cpu", date,
@@ -319,13 +408,29 @@ for _, r in ipairs(results) do
   end
 end
 if #case_results > 0 then
-  print(string.format("\n%-28s %9s %9s %8s %7s  %s", "case (cumsum)", "ms", "copy ms", "GB/s", "%floor", "plan"))
+  print(string.format("\n%-44s %9s %9s %8s %7s %7s %4s  %s", "case (cumsum)", "ms", "copy ms", "GB/s", "%floor", "target",
+    "met", "plan"))
   for _, r in ipairs(case_results) do
-    print(string.format("%-28s %9.4f %9.4f %8.0f %6.1f%%  %s", r.name, r.ms, r.copy_ms, r.gbs, 100 * r.frac, r.plan))
-    if r.families ~= "" then print(string.format("%-28s forced: %s", "", r.families)) end
+    print(string.format("%-44s %9.4f %9.4f %8.0f %6.1f%% %7s %4s  %s", r.name, r.ms, r.copy_ms, r.gbs, 100 * r.frac,
+      r.target and string.format(">=%d%%", r.target * 100) or "", r.target and (r.frac >= r.target and "yes" or "NO") or "",
+      r.plan))
+    if r.families ~= "" then print(string.format("%-44s forced: %s", "", r.families)) end
   end
 end
-print(string.format("host time to launch one scan from Lua (128x4000, asynchronous): %.2f us (target <= 10 us)", host_us))
+if #ew_results > 0 then
+  print(string.format("\n%-28s %9s %8s %7s %7s %4s %9s %8s", "element-wise (" .. EW_CASE:sub(5) .. ")", "ms", "GB/s",
+    "%copy", "target", "met", "numpy", "vs numpy"))
+  for _, r in ipairs(ew_results) do
+    local peer = peers[EW_CASE .. "|" .. r.op]
+    print(string.format("%-28s %9.4f %8.0f %6.1f%% %7s %4s %9s %8s", r.expr, r.ms, r.gbs, 100 * r.frac, ">=70%",
+      r.met and "yes" or "NO", peer and peer.eager and string.format("%.4f", peer.eager) or "-",
+      peer and peer.eager and string.format("%.2fx", peer.eager / r.ms) or "-"))
+  end
+  print(string.format("(the copy: %.4f ms for 2^24 float32 on every core)", ew_results[1].copy_ms))
+end
+if host_us then
+  print(string.format("host time to launch one scan from Lua (128x4000, asynchronous): %.2f us (target <= 10 us)", host_us))
+end
 if transfer then
   print(string.format("1 GiB x:cuda() %.1f GB/s = %.0f%% of the link's %.1f GB/s; x:cpu() %.1f GB/s = %.0f%% of %.1f GB/s (target >= 80%%)",
     transfer.up, 100 * transfer.up / transfer.link_up, transfer.link_up,

@@ -65,7 +65,7 @@ describe("differential fuzzing #fuzz", function()
   local cuda = cs.cuda_available()
   local rng = H.rng(SEED)
   if not cuda then
-    pending("fuzz CUDA against the CPU (no CUDA device: " .. cs.cuda_unavailable_reason() .. ")")
+    pending("fuzz CUDA against the CPU (skipped: " .. cs.cuda_unavailable_reason() .. ")")
   end
   for i = 1, CASES do
     local c = H.random_case(rng, cuda and 400000 or ORACLE_CAP)

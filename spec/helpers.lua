@@ -629,7 +629,7 @@ function H.each_device(name, body)
       if dev == "cuda" and not cs.cuda_available() then
         local reason = H.no_cuda_reason()
         it = function(test_name)
-          env.pending(test_name .. " (no CUDA device: " .. reason .. ")")
+          env.pending(test_name .. " (skipped: " .. reason .. ")")
         end
       end
       body(dev, it)
@@ -643,7 +643,7 @@ function H.cuda_it()
   if cs.cuda_available() then return env.it end
   local reason = H.no_cuda_reason()
   return function(test_name)
-    env.pending(test_name .. " (no CUDA device: " .. reason .. ")")
+    env.pending(test_name .. " (skipped: " .. reason .. ")")
   end
 end
 

@@ -153,7 +153,7 @@ describe("README.md", function()
     for _, b in ipairs(of_kind("lua cuda")) do
       it("run on CUDA: the block at README.md:" .. b.line, function()
         if not cs.cuda_available() then
-          pending("no CUDA device: " .. cs.cuda_unavailable_reason())
+          pending("skipped: " .. cs.cuda_unavailable_reason())
           return
         end
         run_block(b)
@@ -242,8 +242,19 @@ describe("README.md", function()
             elseif prog == "busted" then
               assert.is_truthy(slurp(root .. "/" .. words[#words] .. "/my_experiment_spec.lua"), where)
             elseif prog == "luarocks" then
-              assert.equal("make", words[2], where)
-              assert.is_string(slurp(root .. "/" .. words[3]), where)
+              if words[2] == "remove" then
+                assert.equal("cuscan", words[3], where)
+              else
+                assert.equal("make", words[2], where)
+                assert.is_string(slurp(root .. "/" .. words[3]), where)
+              end
+            elseif prog == "sudo" then
+              -- Debian packages to install: the ones the Makefile, .ci/run or the specs name too
+              assert.same({ "apt-get", "install", "-y" }, { words[2], words[3], words[4] }, where)
+              local known = makefile .. (slurp(root .. "/.ci/run") or "")
+              for i = 5, #words do
+                assert.is_truthy(known:find(words[i], 1, true), where .. ": " .. words[i] .. " is installed nowhere else")
+              end
             else
               error(where .. ": the spec does not know the command " .. tostring(prog))
             end

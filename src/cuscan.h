@@ -70,7 +70,9 @@ size_t cs_dtype_size(cs_dtype dtype);
 /* 1 when the library was built with CUDA and a device is usable, else 0. The first call probes. */
 int cs_cuda_available(void);
 
-/* Why CUDA is not available ("" when it is): "built without CUDA", the runtime's message, ... */
+/* Why CUDA is not available ("" when it is): "no CUDA device found" on a machine without a GPU (with
+ * " (built without CUDA)" in a build without CUDA), the runtime's message where a GPU cannot be used,
+ * "built without CUDA ..." where a GPU is there but this build has no CUDA side. */
 const char *cs_cuda_unavailable_reason(void);
 
 typedef struct cs_device_properties {

@@ -50,6 +50,7 @@ int cs_like_strides(const cs_tensor *like, int64_t *strides);
 /* ---- the CUDA side's host runtime (src/cuda/; src/no_cuda.c stands in without CUDA) ---- */
 enum { CS_QUEUE_WORDS = 16 };             /* words at the start of the scan flags scratch: the work queue's */
 cs_status cs_cuda_ready(void);            /* CS_OK when CUDA can be used now */
+int cs_gpu_device_node(void);             /* an NVIDIA device node exists (layout.c): a GPU is there */
 void *cs_cuda_stream_handle(void);        /* the library's cudaStream_t */
 cs_status cs_cuda_check(int cuda_error, const char *what); /* maps a cudaError_t to a status */
 cs_status cs_cuda_malloc(void **data, size_t bytes);       /* device memory from the pool */
@@ -160,6 +161,7 @@ typedef struct cs_reduce_plan {
 /* ---- backends: the CPU (src/cpu/) and CUDA (kernels/; src/no_cuda.c without CUDA) ---- */
 cs_status cs_cpu_scan(const cs_scan_plan *p);
 cs_status cs_cpu_elementwise(const cs_elementwise_plan *p);
+void cs_cpu_copy_bytes(void *dst, const void *src, size_t bytes); /* memcpy on every core */
 cs_status cs_cpu_reduce(const cs_reduce_plan *p);
 cs_status cs_cpu_compare(const cs_elementwise_plan *p, double rtol, double atol, int equal_nan,
                          double *max_abs, int64_t *n_far);

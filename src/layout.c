@@ -1,6 +1,7 @@
 /* layout.c - iteration over the dims shared by a few tensors: drop size-1 dims, order the rest by
  * the first operand's strides, merge neighbours that are contiguous in every operand. Both backends
  * walk these to turn a linear index into per-operand element offsets. */
+#include <unistd.h>
 #include "internal.h"
 
 void cs_iter_build(cs_iter *it, int n, const cs_tensor *const *ts, int skip)
@@ -35,6 +36,13 @@ void cs_iter_build(cs_iter *it, int n, const cs_tensor *const *ts, int skip)
         for (int o = n; o < CS_MAX_OPERANDS; o++) it->strides[o][k] = 0;
         it->ndim++;
     }
+}
+
+/* A GPU's driver node, native or under WSL: without one, no CUDA device can be there, whatever the
+ * CUDA runtime reports. */
+int cs_gpu_device_node(void)
+{
+    return access("/dev/nvidiactl", F_OK) == 0 || access("/dev/nvidia0", F_OK) == 0 || access("/dev/dxg", F_OK) == 0;
 }
 
 int64_t cs_iter_numel(const cs_iter *it)

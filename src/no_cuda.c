@@ -3,10 +3,16 @@
  * guard against a wrong call. */
 #include "internal.h"
 
-static cs_status no_cuda(void) { return cs_fail(CS_ERR_NO_DEVICE, "CUDA is not available: built without CUDA"); }
+/* Without a GPU the first thing to say is that there is none; with one, that this build cannot use it. */
+const char *cs_cuda_unavailable_reason(void)
+{
+    return cs_gpu_device_node() ? "built without CUDA (rebuild with the CUDA toolkit's nvcc to use the GPU)"
+                                : "no CUDA device found (built without CUDA)";
+}
+
+static cs_status no_cuda(void) { return cs_fail(CS_ERR_NO_DEVICE, "CUDA is not available: %s", cs_cuda_unavailable_reason()); }
 
 int cs_cuda_available(void) { return 0; }
-const char *cs_cuda_unavailable_reason(void) { return "built without CUDA"; }
 cs_status cs_cuda_ready(void) { return no_cuda(); }
 void *cs_cuda_stream_handle(void) { return NULL; }
 cs_status cs_synchronize(void) { return CS_OK; }
@@ -16,7 +22,7 @@ cs_status cs_debug_inject_fault(void) { return no_cuda(); }
 cs_status cs_cuda_check(int cuda_error, const char *what)
 {
     (void)cuda_error;
-    return cs_fail(CS_ERR_NO_DEVICE, "%s: built without CUDA", what);
+    return cs_fail(CS_ERR_NO_DEVICE, "%s: %s", what, cs_cuda_unavailable_reason());
 }
 
 cs_status cs_cuda_malloc(void **data, size_t bytes) { (void)bytes; *data = NULL; return no_cuda(); }

@@ -172,7 +172,7 @@ cs_status cs_copy(cs_tensor *dst, const cs_tensor *src)
         if (dst->dtype == src->dtype && cs_tensor_is_contiguous(dst) && cs_tensor_is_contiguous(src)) {
             const size_t bytes = (size_t)cs_tensor_numel(src) * cs_dtype_size(src->dtype);
             if (dst->device == CS_CUDA) return cs_cuda_copy_device(cs_tensor_ptr(dst), cs_tensor_ptr(src), bytes);
-            memcpy(cs_tensor_ptr(dst), cs_tensor_ptr(src), bytes);
+            cs_cpu_copy_bytes(cs_tensor_ptr(dst), cs_tensor_ptr(src), bytes);
             return CS_OK;
         }
         cs_elementwise_plan p;

@@ -51,7 +51,7 @@ describe("my experiment: discounted returns", function()
   -- it also reports itself as pending (skipped) when no device is present.
   it("agree between CPU and CUDA #cuda", function()
     if not cs.cuda_available() then
-      pending("no CUDA device: " .. cs.cuda_unavailable_reason())
+      pending("skipped: " .. cs.cuda_unavailable_reason())
       return
     end
     local rewards = cs.rand({ 8, 1000 }, { seed = 3, device = "cuda" })

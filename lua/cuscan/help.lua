@@ -10,8 +10,9 @@ local ENTRIES = {
   { "Devices", { "cs.cuda_available" }, "cs.cuda_available()",
     [[true when the library was built with CUDA and a device is usable, else false.]] },
   { "Devices", { "cs.cuda_unavailable_reason" }, "cs.cuda_unavailable_reason()",
-    [[Why CUDA cannot be used, such as "built without CUDA" or the CUDA runtime's message; the empty
-      string when it can.]] },
+    [[Why CUDA cannot be used: "no CUDA device found" on a machine without a GPU (followed by
+      "(built without CUDA)" in a build without CUDA), the CUDA runtime's message where a GPU is
+      there but cannot be used; the empty string when it can.]] },
   { "Devices", { "cs.default_device" }, "cs.default_device()",
     [[The device new tensors go to when no device is named: "cuda" when a device is usable, else
       "cpu"; the environment variable CUSCAN_DEVICE sets it at load time.]],

@@ -89,7 +89,7 @@ function shell.fresh_build_vars()
   -- under `make test` the sub-make inherits its variables; else build as the library was built
   local cuda = ""
   if not (os.getenv("MAKEFLAGS") or ""):match("CUDA=") then
-    cuda = cs.cuda_unavailable_reason() == "built without CUDA" and "CUDA=0" or "CUDA=1"
+    cuda = cs.cuda_unavailable_reason():find("built without CUDA", 1, true) and "CUDA=0" or "CUDA=1"
   end
   local vars = ("%s BUILD=%s"):format(cuda, shell.q(build))
   local _, fresh = shell.sh(("cd %s && make -q %s %s/libcuscan.so %s/cuscan.cdef")

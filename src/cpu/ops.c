@@ -1,9 +1,13 @@
-/* cpu_ops.c - CPU element-wise ops, reductions and comparisons, OpenMP over elements. Values move
+/* cpu/ops.c - CPU element-wise ops, reductions and comparisons, OpenMP over elements. Values move
  * as double (float compute dtypes) or int64 (integer and bool ones); scalar.h holds the semantics
  * that the CUDA kernels share. */
 #include <math.h>
+#include <omp.h>
+#include <string.h>
+#include <wchar.h>
 #include "internal.h"
 #include "scalar.h"
+#include "simd.h"
 
 /* Element offsets of linear index i in each operand. */
 static inline void iter_offsets(const cs_iter *it, int64_t i, int64_t off[3])
@@ -22,8 +26,294 @@ static inline void iter_offsets(const cs_iter *it, int64_t i, int64_t off[3])
     }
 }
 
-enum { CHUNK = 4096 };
+/* ---- element-wise ops: runs of elements, a chunk at a time through typed buffers ----
+ * A run is a stretch of the innermost iteration dim (every operand evenly strided along it). Each
+ * chunk of a run is loaded into a double (float compute) or int64 buffer with a loop per dtype,
+ * computed with a loop per op, and stored with a loop per dtype, so that no loop tests a dtype or
+ * an op per element and unit-stride loops vectorise. Ops that number elements (rand, randn, arange)
+ * and where() take the per-element path. */
+enum { CHUNK = 16384, RUN = 1024, TILE = 64 };
 
+/* buf[0..n) = elements off, off + s, ... of p (dtype d) as double / int64; and back */
+#define LOAD_LOOP(T, EXPR) { const T *q = (const T *)p + off;                                        \
+        if (s == 1) for (int64_t i = 0; i < n; i++) buf[i] = EXPR(q[i]);                           \
+        else for (int64_t i = 0; i < n; i++) buf[i] = EXPR(q[i * s]); } break;
+#define AS_DOUBLE(v) ((double)(v))
+#define BOOL_01(v) ((v) != 0)
+VECTOR_KERNEL static void load_double(const void *p, cs_dtype d, int64_t off, int64_t s, int64_t n, double *buf)
+{
+    switch (d) {
+    case CS_FLOAT32: LOAD_LOOP(float, AS_DOUBLE)
+    case CS_FLOAT64: LOAD_LOOP(double, AS_DOUBLE)
+    case CS_INT32: LOAD_LOOP(int32_t, AS_DOUBLE)
+    case CS_INT64: LOAD_LOOP(int64_t, AS_DOUBLE)
+    case CS_BOOL: LOAD_LOOP(uint8_t, BOOL_01)
+    default: for (int64_t i = 0; i < n; i++) buf[i] = cs_load_double(p, d, off + i * s);
+    }
+}
+
+VECTOR_KERNEL static void load_int(const void *p, cs_dtype d, int64_t off, int64_t s, int64_t n, int64_t *buf)
+{
+    switch (d) {
+    case CS_INT32: LOAD_LOOP(int32_t, (int64_t))
+    case CS_INT64: LOAD_LOOP(int64_t, (int64_t))
+    case CS_BOOL: LOAD_LOOP(uint8_t, BOOL_01)
+    default: for (int64_t i = 0; i < n; i++) buf[i] = cs_load_int(p, d, off + i * s);
+    }
+}
+
+/* the stores of scalar.h (its saturating conversions), with the dtype a constant in each loop */
+#define STORE_LOOP(D, FN) { if (s == 1) for (int64_t i = 0; i < n; i++) FN(p, D, off + i, buf[i]);  \
+        else for (int64_t i = 0; i < n; i++) FN(p, D, off + i * s, buf[i]); } break;
+#define DEFINE_STORE(NAME, T, FN)                                                                  \
+    VECTOR_KERNEL static void NAME(void *p, cs_dtype d, int64_t off, int64_t s, int64_t n, const T *buf) \
+    {                                                                                              \
+        switch (d) {                                                                               \
+        case CS_FLOAT32: STORE_LOOP(CS_FLOAT32, FN)                                                \
+        case CS_FLOAT64: STORE_LOOP(CS_FLOAT64, FN)                                                \
+        case CS_INT32: STORE_LOOP(CS_INT32, FN)                                                    \
+        case CS_INT64: STORE_LOOP(CS_INT64, FN)                                                    \
+        case CS_BOOL: STORE_LOOP(CS_BOOL, FN)                                                      \
+        default: STORE_LOOP(d, FN)                                                                 \
+        }                                                                                          \
+    }
+DEFINE_STORE(store_double, double, cs_store_double)
+DEFINE_STORE(store_int, int64_t, cs_store_int)
+
+/* r = op(a) or op(a, b) over n elements, the op a constant in each loop */
+#define UNARY_CASE(OP, FN) case OP: for (int64_t i = 0; i < n; i++) r[i] = FN(OP, a[i]); break;
+#define BINARY_CASE(OP, FN) case OP: for (int64_t i = 0; i < n; i++) r[i] = FN(OP, a[i], b[i]); break;
+#define UNARY_OPS(FN) UNARY_CASE(CS_NEG, FN) UNARY_CASE(CS_EXP, FN) UNARY_CASE(CS_LOG, FN)           \
+    UNARY_CASE(CS_ABS, FN) UNARY_CASE(CS_SQRT, FN) UNARY_CASE(CS_LOGICAL_NOT, FN)
+#define BINARY_OPS(FN) BINARY_CASE(CS_ADD, FN) BINARY_CASE(CS_SUB, FN) BINARY_CASE(CS_MUL, FN)      \
+    BINARY_CASE(CS_DIV, FN) BINARY_CASE(CS_POW, FN) BINARY_CASE(CS_LT, FN) BINARY_CASE(CS_LE, FN)  \
+    BINARY_CASE(CS_GT, FN) BINARY_CASE(CS_GE, FN) BINARY_CASE(CS_EQ, FN) BINARY_CASE(CS_NE, FN)    \
+    BINARY_CASE(CS_LOGICAL_AND, FN) BINARY_CASE(CS_LOGICAL_OR, FN) BINARY_CASE(CS_MAX2, FN)        \
+    BINARY_CASE(CS_MIN2, FN)
+
+VECTOR_KERNEL static void unary_double(int op, const double *a, double *r, int64_t n) { switch (op) { UNARY_OPS(cs_unary_double) } }
+VECTOR_KERNEL static void unary_int(int op, const int64_t *a, int64_t *r, int64_t n) { switch (op) { UNARY_OPS(cs_unary_int) } }
+VECTOR_KERNEL static void binary_double(int op, const double *a, const double *b, double *r, int64_t n) { switch (op) { BINARY_OPS(cs_binary_double) } }
+VECTOR_KERNEL static void binary_int(int op, const int64_t *a, const int64_t *b, int64_t *r, int64_t n) { switch (op) { BINARY_OPS(cs_binary_int) } }
+
+/* The common case in one pass: out, a (and b) of one float dtype, unit strides. mode 0: op(a, b);
+ * 1: op(a, s); 2: op(s, a). */
+#define FUSED_CASE(OP, T)                                                                          \
+    case OP:                                                                                       \
+        if (mode == 0) for (int64_t i = 0; i < n; i++) r[i] = (T)cs_binary_double(OP, a[i], b[i]); \
+        else if (mode == 1) for (int64_t i = 0; i < n; i++) r[i] = (T)cs_binary_double(OP, a[i], s); \
+        else for (int64_t i = 0; i < n; i++) r[i] = (T)cs_binary_double(OP, s, a[i]);            \
+        break;
+#define FUSED_UNARY_CASE(OP, T) case OP: for (int64_t i = 0; i < n; i++) r[i] = (T)cs_unary_double(OP, a[i]); break;
+#define DEFINE_FUSED(T)                                                                            \
+    VECTOR_KERNEL static void fused_binary_##T(int op, const T *a, const T *b, double s, int mode, T *r, int64_t n) \
+    {                                                                                              \
+        switch (op) {                                                                              \
+            FUSED_CASE(CS_ADD, T) FUSED_CASE(CS_SUB, T) FUSED_CASE(CS_MUL, T) FUSED_CASE(CS_DIV, T)   \
+            FUSED_CASE(CS_POW, T) FUSED_CASE(CS_MAX2, T) FUSED_CASE(CS_MIN2, T)                     \
+        }                                                                                          \
+    }                                                                                              \
+    VECTOR_KERNEL static void fused_unary_##T(int op, const T *a, T *r, int64_t n)                 \
+    {                                                                                              \
+        switch (op) {                                                                              \
+            FUSED_UNARY_CASE(CS_NEG, T) FUSED_UNARY_CASE(CS_EXP, T) FUSED_UNARY_CASE(CS_LOG, T)     \
+            FUSED_UNARY_CASE(CS_ABS, T) FUSED_UNARY_CASE(CS_SQRT, T)                               \
+        }                                                                                          \
+    }
+DEFINE_FUSED(float)
+DEFINE_FUSED(double)
+
+/* comparisons of one float dtype into bool, the same modes */
+#define PREDICATE_CASE(OP)                                                                         \
+    case OP:                                                                                       \
+        if (mode == 0) for (int64_t i = 0; i < n; i++) r[i] = cs_binary_double(OP, a[i], b[i]) != 0.0; \
+        else if (mode == 1) for (int64_t i = 0; i < n; i++) r[i] = cs_binary_double(OP, a[i], s) != 0.0; \
+        else for (int64_t i = 0; i < n; i++) r[i] = cs_binary_double(OP, s, a[i]) != 0.0;         \
+        break;
+#define DEFINE_PREDICATE(T)                                                                        \
+    VECTOR_KERNEL static void fused_predicate_##T(int op, const T *a, const T *b, double s, int mode, uint8_t *r, \
+                                                  int64_t n)                                       \
+    {                                                                                              \
+        switch (op) {                                                                              \
+            PREDICATE_CASE(CS_LT) PREDICATE_CASE(CS_LE) PREDICATE_CASE(CS_GT) PREDICATE_CASE(CS_GE)  \
+            PREDICATE_CASE(CS_EQ) PREDICATE_CASE(CS_NE)                                            \
+        }                                                                                          \
+    }
+DEFINE_PREDICATE(float)
+DEFINE_PREDICATE(double)
+
+/* a comparison of float tensors of one dtype (or one and a number) into bool: done when it is */
+static int ew_fused_predicate(const cs_elementwise_plan *p, const int64_t off[3], const int64_t s[3], int64_t n)
+{
+    const cs_dtype d = p->dtype[1];
+    if (p->dtype[0] != CS_BOOL || p->op < CS_LT || p->op > CS_NE || (d != CS_FLOAT32 && d != CS_FLOAT64) ||
+        !cs_dtype_is_float(p->compute) || s[0] != 1 || s[1] != 1 || p->nin == 0)
+        return 0;
+    if (!p->has_scalar && (p->dtype[2] != d || s[2] != 1)) return 0;
+    const int mode = p->has_scalar ? (p->scalar_first ? 2 : 1) : 0;
+    uint8_t *r = (uint8_t *)p->ptr[0] + off[0];
+    const char *b = mode ? NULL : (const char *)p->ptr[2] + off[2] * (int64_t)cs_dtype_size(d);
+    if (d == CS_FLOAT32)
+        fused_predicate_float(p->op, (const float *)p->ptr[1] + off[1], (const float *)b, p->scalar, mode, r, n);
+    else
+        fused_predicate_double(p->op, (const double *)p->ptr[1] + off[1], (const double *)b, p->scalar, mode, r, n);
+    return 1;
+}
+
+/* whether ew_run's chunk could be done by a fused loop (then done) */
+static int ew_fused(const cs_elementwise_plan *p, const int64_t off[3], const int64_t s[3], int64_t n)
+{
+    const cs_dtype d = p->dtype[0];
+    const int unary = p->nin == 1 && !p->has_scalar;
+    if (ew_fused_predicate(p, off, s, n)) return 1;
+    if ((d != CS_FLOAT32 && d != CS_FLOAT64) || p->compute != d || p->op > CS_MIN2 || s[0] != 1 || s[1] != 1 ||
+        p->dtype[1] != d || (p->op >= CS_LT && p->op <= CS_LOGICAL_OR) || (unary && p->op == CS_LOGICAL_NOT))
+        return 0;
+    if (!unary && !p->has_scalar && (p->dtype[2] != d || s[2] != 1)) return 0;
+    const int mode = p->has_scalar ? (p->scalar_first ? 2 : 1) : 0;
+    if (d == CS_FLOAT32) {
+        float *r = (float *)p->ptr[0] + off[0];
+        const float *a = (const float *)p->ptr[1] + off[1], *b = (const float *)p->ptr[2] + off[2];
+        if (unary && p->op == CS_EXP) cs_cpu_exp_f32(a, r, n);
+        else if (unary && p->op == CS_LOG) cs_cpu_log_f32(a, r, n);
+        else if (unary) fused_unary_float(p->op, a, r, n);
+        else fused_binary_float(p->op, a, b, p->scalar, mode, r, n);
+    } else {
+        double *r = (double *)p->ptr[0] + off[0];
+        const double *a = (const double *)p->ptr[1] + off[1], *b = (const double *)p->ptr[2] + off[2];
+        if (unary) fused_unary_double(p->op, a, r, n);
+        else fused_binary_double(p->op, a, b, p->scalar, mode, r, n);
+    }
+    return 1;
+}
+
+/* A contiguous run of a fill: the value's bytes stored by the C library's memset and wmemset (the
+ * widest stores the CPU has) when they repeat in bytes or in 4-byte words; else 0. */
+static int fill_run(const cs_elementwise_plan *p, int64_t off, int64_t n)
+{
+    union { float f; int32_t i; wchar_t w; } v4;
+    if (sizeof(wchar_t) != 4 && p->dtype[0] != CS_BOOL) return 0;
+    switch (p->dtype[0]) {
+    case CS_BOOL: memset((uint8_t *)p->ptr[0] + off, p->iscalar != 0, (size_t)n); return 1;
+    case CS_FLOAT32: v4.f = (float)p->scalar; break;
+    case CS_INT32: v4.i = (int32_t)p->iscalar; break;
+    default: return 0;
+    }
+    wmemset((wchar_t *)p->ptr[0] + off, v4.w, (size_t)n);
+    return 1;
+}
+
+/* n elements from offsets off (out, a, b) with strides s */
+static void ew_run(const cs_elementwise_plan *p, const int64_t off[3], const int64_t s[3], int64_t n)
+{
+    const int is_float = cs_dtype_is_float(p->compute) && p->op != CS_EW_FILL;
+    const int unary = p->nin == 1 && !p->has_scalar && p->op < CS_EW_FILL;
+    union { double d[RUN]; int64_t i[RUN]; } a, b;
+    if (p->op < CS_EW_FILL && ew_fused(p, off, s, n)) return;
+    if (p->op == CS_EW_FILL && s[0] == 1 && fill_run(p, off[0], n)) return;
+    for (int64_t k = 0; k < n; k += RUN) {
+        const int64_t m = n - k < RUN ? n - k : RUN;
+        const int64_t o0 = off[0] + k * s[0], o1 = off[1] + k * s[1], o2 = off[2] + k * s[2];
+        if (p->op == CS_EW_FILL) {
+            for (int64_t i = 0; i < m; i++) a.i[i] = p->iscalar, b.d[i] = p->scalar;
+            if (cs_dtype_is_float(p->dtype[0])) store_double(p->ptr[0], p->dtype[0], o0, s[0], m, b.d);
+            else store_int(p->ptr[0], p->dtype[0], o0, s[0], m, a.i);
+            continue;
+        }
+        const int int_path = p->compute == CS_BOOL || !is_float;
+        if (int_path) load_int(p->ptr[1], p->dtype[1], o1, s[1], m, a.i);
+        else load_double(p->ptr[1], p->dtype[1], o1, s[1], m, a.d);
+        if (p->op == CS_EW_COPY) {
+            /* nothing to compute */
+        } else if (unary) {
+            if (int_path) unary_int(p->op, a.i, a.i, m);
+            else unary_double(p->op, a.d, a.d, m);
+        } else if (int_path) {
+            if (p->has_scalar) for (int64_t i = 0; i < m; i++) b.i[i] = (int64_t)p->scalar;
+            else load_int(p->ptr[2], p->dtype[2], o2, s[2], m, b.i);
+            if (p->scalar_first) binary_int(p->op, b.i, a.i, a.i, m);
+            else binary_int(p->op, a.i, b.i, a.i, m);
+        } else {
+            if (p->has_scalar) for (int64_t i = 0; i < m; i++) b.d[i] = p->scalar;
+            else load_double(p->ptr[2], p->dtype[2], o2, s[2], m, b.d);
+            if (p->scalar_first) binary_double(p->op, b.d, a.d, a.d, m);
+            else binary_double(p->op, a.d, b.d, a.d, m);
+        }
+        if (int_path) store_int(p->ptr[0], p->dtype[0], o0, s[0], m, a.i);
+        else store_double(p->ptr[0], p->dtype[0], o0, s[0], m, a.d);
+    }
+}
+
+static int by_runs(const cs_elementwise_plan *p)
+{
+    return p->op == CS_EW_FILL || p->op == CS_EW_COPY || p->op < CS_EW_FILL;
+}
+
+/* elements [b, e) of the iteration, a run (or what of it lies in the range) at a time */
+static void ew_range_runs(const cs_elementwise_plan *p, int64_t b, int64_t e)
+{
+    const cs_iter *it = &p->it;
+    const int last = it->ndim - 1;
+    const int64_t inner = it->ndim ? it->shape[last] : 1;
+    int64_t s[3];
+    for (int o = 0; o < 3; o++) s[o] = it->ndim ? it->strides[o][last] : 0;
+    for (int64_t i = b; i < e;) {
+        int64_t off[3];
+        const int64_t r = i % inner, n = inner - r < e - i ? inner - r : e - i;
+        iter_offsets(it, i, off);
+        ew_run(p, off, s, n);
+        i += n;
+    }
+}
+
+/* An input whose unit stride runs along the second innermost dim while the innermost is strided
+ * (a transposed input): the two dims are walked in TILE x TILE blocks so that the lines the input
+ * brings into cache are used before they leave it. */
+static int tiled(const cs_elementwise_plan *p)
+{
+    const cs_iter *it = &p->it;
+    if (it->ndim < 2 || !by_runs(p) || it->shape[it->ndim - 1] < TILE || it->shape[it->ndim - 2] < TILE) return 0;
+    for (int o = 1; o <= p->nin && o < 3; o++)
+        if (it->strides[o][it->ndim - 1] != 1 && (it->strides[o][it->ndim - 2] == 1 || it->strides[o][it->ndim - 2] == -1))
+            return 1;
+    return 0;
+}
+
+static void ew_tiles(const cs_elementwise_plan *p)
+{
+    const cs_iter *it = &p->it;
+    const int d1 = it->ndim - 1, d2 = it->ndim - 2;
+    const int64_t n1 = it->shape[d1], n2 = it->shape[d2];
+    const int64_t t1 = (n1 + TILE - 1) / TILE, t2 = (n2 + TILE - 1) / TILE;
+    cs_iter outer = *it;
+    outer.ndim = d2;
+    const int64_t nouter = cs_iter_numel(&outer), ntasks = nouter * t1 * t2;
+    int64_t s[3];
+    for (int o = 0; o < 3; o++) s[o] = it->strides[o][d1];
+    /* a copy into the same dtype, the input's unit stride along d2 and the output's along d1 */
+    const size_t bytes = p->op == CS_EW_COPY && p->dtype[0] == p->dtype[1] && it->strides[1][d2] == 1 && s[0] == 1
+                             ? cs_dtype_size(p->dtype[0]) : 0;
+#pragma omp parallel for schedule(static) if (ntasks > 1 && p->numel > 65536)
+    for (int64_t task = 0; task < ntasks; task++) {
+        int64_t off[3];
+        iter_offsets(&outer, task / (t1 * t2), off);
+        const int64_t j2 = task / t1 % t2 * TILE, j1 = task % t1 * TILE;
+        const int64_t e2 = j2 + TILE < n2 ? j2 + TILE : n2, m1 = n1 - j1 < TILE ? n1 - j1 : TILE;
+        if (bytes) { /* a plain transposition: the input's rows are the output's columns */
+            const int64_t in = off[1] + j2 * it->strides[1][d2] + j1 * s[1];
+            cs_cpu_transpose((const char *)p->ptr[1] + in * bytes, s[1], (char *)p->ptr[0] + (off[0] + j2 * it->strides[0][d2] + j1) * bytes,
+                             it->strides[0][d2], m1, e2 - j2, bytes);
+            continue;
+        }
+        for (int64_t r = j2; r < e2; r++) {
+            int64_t o[3];
+            for (int k = 0; k < 3; k++) o[k] = off[k] + r * it->strides[k][d2] + j1 * s[k];
+            ew_run(p, o, s, m1);
+        }
+    }
+}
+
+/* element by element: ops that number elements, and where() */
 static void ew_range(const cs_elementwise_plan *p, int64_t begin, int64_t end)
 {
     const int is_float = cs_dtype_is_float(p->compute);
@@ -74,34 +364,33 @@ static void ew_range(const cs_elementwise_plan *p, int64_t begin, int64_t end)
     }
 }
 
-/* Fill of a contiguous (or evenly strided) tensor: a typed loop the compiler vectorises. */
-static int fill_fast(const cs_elementwise_plan *p, int64_t b, int64_t e)
-{
-    if (p->op != CS_EW_FILL || p->it.ndim > 1) return 0;
-    const int64_t s = p->it.ndim ? p->it.strides[0][0] : 1;
-#define FILL_LOOP(T, V) { T *d = p->ptr[0]; const T v = (T)(V); for (int64_t i = b; i < e; i++) d[i * s] = v; }
-    switch (p->dtype[0]) {
-    case CS_FLOAT32: FILL_LOOP(float, p->scalar) break;
-    case CS_FLOAT64: FILL_LOOP(double, p->scalar) break;
-    case CS_INT32: FILL_LOOP(int32_t, p->iscalar) break;
-    case CS_INT64: FILL_LOOP(int64_t, p->iscalar) break;
-    case CS_BOOL: FILL_LOOP(uint8_t, p->iscalar != 0) break;
-    case CS_FLOAT16: FILL_LOOP(uint16_t, cs_float16_from_double(p->scalar)) break;
-    case CS_BFLOAT16: FILL_LOOP(uint16_t, cs_bfloat16_from_double(p->scalar)) break;
-    }
-#undef FILL_LOOP
-    return 1;
-}
-
 cs_status cs_cpu_elementwise(const cs_elementwise_plan *p)
 {
+    if (tiled(p)) {
+        ew_tiles(p);
+        return CS_OK;
+    }
+    const int runs = by_runs(p);
     const int64_t nchunks = (p->numel + CHUNK - 1) / CHUNK;
 #pragma omp parallel for schedule(static) if (nchunks > 4)
     for (int64_t c = 0; c < nchunks; c++) {
         int64_t b = c * CHUNK, e = b + CHUNK < p->numel ? b + CHUNK : p->numel;
-        if (!fill_fast(p, b, e)) ew_range(p, b, e);
+        if (runs) ew_range_runs(p, b, e);
+        else ew_range(p, b, e);
     }
     return CS_OK;
+}
+
+/* A parallel memcpy: one contiguous slice a thread. */
+void cs_cpu_copy_bytes(void *dst, const void *src, size_t bytes)
+{
+    const size_t piece = 1 << 20;
+#pragma omp parallel if (bytes > 4 * piece)
+    {
+        const size_t t = (size_t)omp_get_thread_num(), nt = (size_t)omp_get_num_threads();
+        const size_t b = bytes / nt * t, e = t + 1 == nt ? bytes : bytes / nt * (t + 1);
+        memcpy((char *)dst + b, (const char *)src + b, e - b);
+    }
 }
 
 cs_status cs_cpu_reduce(const cs_reduce_plan *p)

@@ -1,154 +1,634 @@
-/* cpu/scan.c - the CPU scan backend: OpenMP over independent lines; floats accumulate in double.
- * ROWS plans walk each line in turn; COLUMNS plans walk a block of neighbouring lines together, one
- * row at a time, so that the inner loop runs over unit strides and vectorises.
+/* cpu/scan.c - the CPU scan backend: every core, at the speed of memory.
  * Fold rules shared with the CUDA kernels: a fold starts from the op's identity (-0.0 for float
- * sums, since -0.0 + x == x for every x, so a sum of -0.0 stays -0.0); a masked-out element reads as
- * MASKED (+0.0 or 1: the scan of where(mask, x, 0)); an exclusive scan's first output, the empty
- * prefix, is EMPTY (+0.0 or 1). */
+ * sums, since -0.0 + x == x for every x, so a sum of -0.0 stays -0.0); float32 accumulates in double
+ * and each output is rounded once; a masked-out element reads as MASKED (+0.0 or 1: the scan of
+ * where(mask, x, 0)); an exclusive scan's first output, the empty prefix, is EMPTY (+0.0 or 1);
+ * integers wrap.
+ * Each line folds in order, as the plain-Lua oracle does, with one exception: when a scan has at
+ * most LONG_LINES lines of at least LONG_LEN elements, each line is cut into blocks of FOLD_BLOCK
+ * elements (counted in walk order) so that the cores share it. Each block's total is folded from the
+ * identity (where the line's own elements are contiguous, in LANES lanes: element k of the block into
+ * lane k % LANES, the lanes then folded in order), the totals are chained in line order into each
+ * block's carry, and each block is scanned from its carry: the same bits whatever the number of
+ * threads, since the cut depends on the shape alone.
+ * Walks (all forward: a reverse scan starts at the line's end with negated strides):
+ *   tiles     lines side by side along an `inner` dim, up to COLUMN_W at a time, one row of them per
+ *             step, the inner loop over unit strides so that it vectorises; an operand whose unit
+ *             stride runs along the scan instead (rows, a transposed input or output) passes through
+ *             a buffer of TILE_ELEMS elements, transposed on the way in or out;
+ *   segments  GROUP lines walked together, one element of each per step, so that their folds
+ *             overlap: for other strides;
+ *   split     long lines in two passes over blocks: a line's blocks side by side as tiles (contiguous
+ *             lines), a block of every line side by side (lines side by side), or as segments. */
+#include <omp.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include "dtypes.h"
 #include "internal.h"
+#include "simd.h"
 
-enum { COLUMN_BLOCK = 512 };
+enum {
+    GROUP = 8,          /* segments walked together */
+    TILE_ELEMS = 16384, /* elements of a transposing buffer: lines x steps */
+    ROWS_W = 8,         /* lines of a tile when every operand runs along the scan (long runs per line) */
+    MIXED_W = 64,       /* lines of a tile when some operands run along the scan, others across */
+    COLUMN_W = 2048,    /* widest run of lines walked together through unit strides */
+    PREFETCH_ROWS = 8,  /* rows of lines side by side walked at a time, the next ones prefetched */
+    FOLD_BLOCK = 4096,  /* block of a split line */
+    LONG_LINES = 16,
+    LONG_LEN = 1 << 16,
+    ROUND_BLOCKS = 512, /* blocks of a split scan's round, a thread's, all lines together */
+    LANES = 8           /* lanes of a block's total when a line's blocks lie side by side */
+};
 
-static inline void line_offsets(const cs_iter *it, int64_t idx, int64_t off[3])
+#define INLINE static inline __attribute__((always_inline))
+
+/* Per-dtype conversion hooks, named by the dtype tokens of the pairs in src/dtypes.h: CPU_IN_<IN>(v)
+ * is an input element as the accumulator takes it, CPU_OUT_<OUT>(a) the accumulator stored as an
+ * output element (its one rounding). A new storage type adds its two lines here. Integers accumulate
+ * unsigned, so that they wrap without undefined behaviour; bool reads as 0/1; float16 and bfloat16
+ * elements are their bits here (half.h). */
+#define CPU_IN_CS_FLOAT32(v) ((double)(v))
+#define CPU_IN_CS_FLOAT16(v) cs_float16_to_double(v)
+#define CPU_IN_CS_BFLOAT16(v) cs_bfloat16_to_double(v)
+#define CPU_IN_CS_FLOAT64(v) (v)
+#define CPU_IN_CS_INT32(v) (v)
+#define CPU_IN_CS_INT64(v) (v)
+#define CPU_IN_CS_BOOL(v) ((v) != 0)
+#define CPU_OUT_CS_FLOAT32(a) ((float)(a))
+#define CPU_OUT_CS_FLOAT64(a) (a)
+#define CPU_OUT_CS_INT32(a) ((int32_t)(a))
+#define CPU_OUT_CS_INT64(a) ((int64_t)(a))
+#define CPU_OUT_CS_FLOAT16(a) cs_float16_from_double(a)
+#define CPU_OUT_CS_BFLOAT16(a) cs_bfloat16_from_double(a)
+#define CPU_OUT_CS_BOOL(a) ((unsigned char)((a) != 0))
+#define CPU_ACC_double double
+#define CPU_ACC_int32_t uint32_t
+#define CPU_ACC_int64_t uint64_t
+#define CPU_ACC(T) CPU_ACC_##T
+
+/* keep ? v : other without a branch (a random mask would mispredict one branch in two) */
+INLINE double select_double(unsigned char keep, double v, double other)
 {
-    if (it->ndim == 1) { /* the common case: no divisions */
-        for (int o = 0; o < 3; o++) off[o] = idx * it->strides[o][0];
-        return;
-    }
+    uint64_t a, b, k = 0 - (uint64_t)(keep != 0);
+    memcpy(&a, &v, sizeof a);
+    memcpy(&b, &other, sizeof b);
+    a = b ^ ((a ^ b) & k);
+    memcpy(&v, &a, sizeof v);
+    return v;
+}
+#define CPU_SELECT_double(keep, v, other) select_double(keep, v, other)
+#define CPU_SELECT_int32_t(keep, v, other) ((other) ^ (((v) ^ (other)) & (0u - (uint32_t)((keep) != 0))))
+#define CPU_SELECT_int64_t(keep, v, other) ((other) ^ (((v) ^ (other)) & (0u - (uint64_t)((keep) != 0))))
+
+#define SUM(a, b) ((a) + (b))
+#define PROD(a, b) ((a) * (b))
+
+/* How the blocks of a split scan are walked: a block of every line side by side (the lines' unit
+ * strides run across them), the blocks of a line side by side (its unit strides run along it), or
+ * as segments. */
+enum split_walk { SPLIT_NONE, SPLIT_ACROSS, SPLIT_ALONG, SPLIT_SEGMENTS };
+
+/* A scan as the walks see it: lines side by side along `inner` (stride ix) inside `outer`, each
+ * walked forward `len` steps of stride sx from its first element in walk order. Operand order: x,
+ * mask, out. */
+typedef struct walk_layout {
+    int64_t len, inner, nouter, nlines;
+    int64_t sx[3], ix[3];
+    int64_t start[3];           /* offset of the first walked element of line 0 */
+    cs_iter outer;
+    int masked, staged[3];      /* staged: the operand passes through a transposing buffer */
+    int tiles;                  /* the tile walk applies (else segments) */
+    int64_t tw, tk;             /* tiles: at most tw lines a task, tk steps a tile */
+    int split;                  /* long lines cut into blocks, walked as split_walk says */
+} walk_layout;
+
+static inline void outer_offsets(const cs_iter *it, int64_t idx, int64_t off[3])
+{
     off[0] = off[1] = off[2] = 0;
     for (int d = it->ndim - 1; d >= 0; d--) {
-        int64_t i = idx % it->shape[d];
+        int64_t i = it->ndim == 1 ? idx : idx % it->shape[d];
         idx /= it->shape[d];
         for (int o = 0; o < 3; o++) off[o] += i * it->strides[o][d];
     }
 }
 
-#define SUM(a, b) ((a) + (b))
-#define PROD(a, b) ((a) * (b))
+/* offsets of line `line`'s first walked element */
+static inline void line_start(const walk_layout *w, int64_t line, int64_t off[3])
+{
+    int64_t o = line / w->inner, c = line % w->inner;
+    outer_offsets(&w->outer, o, off);
+    for (int k = 0; k < 3; k++) off[k] += w->start[k] + c * w->ix[k];
+}
 
-/* One scan kernel per (input, accumulator, output, op). */
-#define DEFINE_CPU_SCAN(NAME, IN_T, ACC_T, OUT_T, IN, OUT, IDENT, MASKED, EMPTY, OP)                  \
-    static void NAME##_rows(const cs_scan_plan *p)                                                    \
-    {                                                                                                 \
-        const IN_T *x = p->x;                                                                         \
-        const unsigned char *m = p->mask;                                                             \
-        OUT_T *y = p->out;                                                                            \
-        const int64_t len = p->len, sx = p->scan_stride[0], sm = p->scan_stride[1], so = p->scan_stride[2]; \
-        const int excl = p->exclusive, rev = p->reverse;                                              \
-        _Pragma("omp parallel for schedule(static) if(p->nouter > 1 && p->nouter * len > 32768)")     \
-        for (int64_t line = 0; line < p->nouter; line++) {                                            \
-            int64_t off[3];                                                                           \
-            line_offsets(&p->outer, line, off);                                                       \
-            const IN_T *xl = x + off[0];                                                              \
-            OUT_T *yl = y + off[2];                                                                   \
-            const unsigned char *ml = m ? m + off[1] : 0;                                             \
-            ACC_T acc = IDENT;                                                                        \
-            for (int64_t k = 0; k < len; k++) {                                                       \
-                int64_t i = rev ? len - 1 - k : k;                                                    \
-                ACC_T v = (!ml || ml[i * sm]) ? TO_ACC(IN, ACC_T, xl[i * sx]) : (ACC_T)(MASKED);                 \
-                ACC_T next = OP(acc, v);                                                              \
-                yl[i * so] = TO_OUT(OUT, OUT_T, excl ? (k ? acc : (ACC_T)(EMPTY)) : next);                       \
-                acc = next;                                                                           \
-            }                                                                                         \
-        }                                                                                             \
-    }                                                                                                 \
-    static void NAME##_columns(const cs_scan_plan *p)                                                 \
-    {                                                                                                 \
-        const IN_T *x = p->x;                                                                         \
-        const unsigned char *m = p->mask;                                                             \
-        OUT_T *y = p->out;                                                                            \
-        const int64_t len = p->len, inner = p->inner;                                                 \
-        const int64_t sx = p->scan_stride[0], sm = p->scan_stride[1], so = p->scan_stride[2];         \
-        const int64_t ix = p->inner_stride[0], im = p->inner_stride[1], io = p->inner_stride[2];      \
-        const int excl = p->exclusive, rev = p->reverse;                                              \
-        const int unit = ix == 1 && io == 1 && (!m || im == 1);                                       \
-        const int64_t nblocks = (inner + COLUMN_BLOCK - 1) / COLUMN_BLOCK;                            \
-        _Pragma("omp parallel for schedule(static) if(p->nouter * nblocks > 1 && p->nouter * inner * len > 32768)") \
-        for (int64_t task = 0; task < p->nouter * nblocks; task++) {                                  \
-            int64_t off[3];                                                                           \
-            line_offsets(&p->outer, task / nblocks, off);                                             \
-            const int64_t c0 = (task % nblocks) * COLUMN_BLOCK;                                       \
-            const int64_t nc = inner - c0 < COLUMN_BLOCK ? inner - c0 : COLUMN_BLOCK;                 \
-            ACC_T acc[COLUMN_BLOCK];                                                                  \
-            for (int64_t c = 0; c < nc; c++) acc[c] = IDENT;                                          \
-            for (int64_t k = 0; k < len; k++) {                                                       \
-                int64_t i = rev ? len - 1 - k : k;                                                    \
-                const IN_T *xr = x + off[0] + i * sx + c0 * ix;                                       \
-                OUT_T *yr = y + off[2] + i * so + c0 * io;                                            \
-                const unsigned char *mr = m ? m + off[1] + i * sm + c0 * im : 0;                      \
-                if (unit && !mr) {                                                                    \
-                    for (int64_t c = 0; c < nc; c++) {                                                \
-                        ACC_T next = OP(acc[c], TO_ACC(IN, ACC_T, xr[c]));                                       \
-                        yr[c] = TO_OUT(OUT, OUT_T, excl ? (k ? acc[c] : (ACC_T)(EMPTY)) : next);                 \
-                        acc[c] = next;                                                                \
-                    }                                                                                 \
-                } else if (unit) {                                                                    \
-                    for (int64_t c = 0; c < nc; c++) {                                                \
-                        ACC_T next = OP(acc[c], mr[c] ? TO_ACC(IN, ACC_T, xr[c]) : (ACC_T)(MASKED));             \
-                        yr[c] = TO_OUT(OUT, OUT_T, excl ? (k ? acc[c] : (ACC_T)(EMPTY)) : next);                 \
-                        acc[c] = next;                                                                \
-                    }                                                                                 \
-                } else {                                                                              \
-                    for (int64_t c = 0; c < nc; c++) {                                                \
-                        ACC_T next = OP(acc[c], (!mr || mr[c * im]) ? TO_ACC(IN, ACC_T, xr[c * ix]) : (ACC_T)(MASKED)); \
-                        yr[c * io] = TO_OUT(OUT, OUT_T, excl ? (k ? acc[c] : (ACC_T)(EMPTY)) : next);            \
-                        acc[c] = next;                                                                \
-                    }                                                                                 \
-                }                                                                                     \
-            }                                                                                         \
-        }                                                                                             \
+static void plan_walk(const cs_scan_plan *p, walk_layout *w)
+{
+    memset(w, 0, sizeof *w);
+    w->len = p->len;
+    w->masked = p->mask != NULL;
+    w->outer = p->outer;
+    for (int o = 0; o < 3; o++) {
+        w->sx[o] = p->reverse ? -p->scan_stride[o] : p->scan_stride[o];
+        w->start[o] = p->reverse ? (p->len - 1) * p->scan_stride[o] : 0;
+    }
+    if (p->layout == CS_LAYOUT_COLUMNS) {
+        w->inner = p->inner;
+        for (int o = 0; o < 3; o++) w->ix[o] = p->inner_stride[o];
+    } else if (w->outer.ndim > 0) {
+        /* rows: the innermost outer dim holds the lines side by side */
+        const int d = --w->outer.ndim;
+        w->inner = w->outer.shape[d];
+        for (int o = 0; o < 3; o++) w->ix[o] = w->outer.strides[o][d];
+    } else {
+        w->inner = 1;
+    }
+    w->nouter = cs_iter_numel(&w->outer);
+    w->nlines = w->nouter * w->inner;
+    w->tiles = w->inner > 1;
+    int nstaged = 0;
+    for (int o = 0; o < 3; o++) {
+        if (o == 1 && !w->masked) continue;
+        if (w->ix[o] == 1) continue;
+        if (w->sx[o] == 1 || w->sx[o] == -1) w->staged[o] = 1, nstaged++;
+        else w->tiles = 0;
+    }
+    w->tw = !nstaged ? COLUMN_W : w->staged[0] && w->staged[2] ? ROWS_W : MIXED_W;
+    w->tk = nstaged ? TILE_ELEMS / w->tw : PREFETCH_ROWS;
+    if (w->nlines <= LONG_LINES && w->len >= LONG_LEN) {
+        int along = 1;
+        for (int o = 0; o < 3; o++)
+            if ((o != 1 || w->masked) && w->sx[o] != 1 && w->sx[o] != -1) along = 0;
+        if (w->tiles && !nstaged && w->nouter == 1) w->split = SPLIT_ACROSS;
+        else if (along) {
+            w->split = SPLIT_ALONG;
+            for (int o = 0; o < 3; o++) w->staged[o] = o != 1 || w->masked;
+            w->tk = TILE_ELEMS / ROWS_W;
+        } else w->split = SPLIT_SEGMENTS;
+        w->tiles = 0;
+    }
+}
+
+/* lines [*l0, *l1) of this thread's even share of n */
+static inline void thread_share(int64_t n, int64_t *l0, int64_t *l1)
+{
+    const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+    *l0 = n * t / nt;
+    *l1 = n * (t + 1) / nt;
+}
+
+/* lines walked together by one tile task: as wide as allowed, narrower when that leaves cores idle */
+static int64_t tile_width(const walk_layout *w, int64_t widest)
+{
+    const int64_t want = omp_get_max_threads();
+    int64_t width = widest;
+    if (w->nouter < want) {
+        const int64_t per = (w->inner * w->nouter + want - 1) / want;
+        width = (per + 15) / 16 * 16;
+        if (width > widest) width = widest;
+    }
+    return width;
+}
+
+/* A tile of nc lines (stride ix apart) by kn steps (stride step = +-1) into a buffer of nc-wide
+ * rows, one per step; and a buffer back out. */
+static inline void stage_in(const void *src, int64_t ix, int64_t step, void *buf, int64_t nc, int64_t kn, size_t size)
+{
+    if (step == 1) cs_cpu_transpose(src, ix, buf, nc, nc, kn, size);
+    else cs_cpu_transpose((const char *)src - (kn - 1) * (int64_t)size, ix, (char *)buf + (kn - 1) * nc * (int64_t)size,
+                   -nc, nc, kn, size);
+}
+
+static inline void stage_out(const void *buf, void *dst, int64_t ix, int64_t step, int64_t nc, int64_t kn, size_t size)
+{
+    if (step == 1) cs_cpu_transpose(buf, nc, dst, ix, kn, nc, size);
+    else cs_cpu_transpose((const char *)buf + (kn - 1) * nc * (int64_t)size, -nc, (char *)dst - (kn - 1) * (int64_t)size,
+                   ix, kn, nc, size);
+}
+
+/* The nrows rows after the nrows from `now`, so that each row's first lines are on their way before
+ * it is walked (a row of a few KiB and the jump to the next defeat the hardware's stream detection).
+ * Addresses as integers: the rows may lie past the tensor, where a prefetch is harmless. */
+static inline void prefetch_rows(const void *now, int64_t row_bytes, int64_t nrows, int64_t bytes, int write)
+{
+    for (int64_t r = nrows; r < 2 * nrows; r++)
+        for (int64_t b = 0; b < bytes; b += 64) {
+            const void *at = (const void *)((uintptr_t)now + (uintptr_t)(r * row_bytes + b));
+            if (write) __builtin_prefetch(at, 1);
+            else __builtin_prefetch(at, 0);
+        }
+}
+
+/* A segment of a line: its first walked element (x, mask, out) and whether that starts the line. */
+typedef struct segment {
+    int64_t off[3];
+    int first;
+} segment;
+
+/* n steps of nc lines side by side (rows of stride xr, mr, yr), the loop of tile_g and tile_a: two
+ * rows a pass, so that each line's accumulator is loaded and stored once for both */
+#define TILE_STEP_VALUE(NAME, IN, ACC_T, MASKED, V, ROW)                                                \
+    NAME##_acc V = (NAME##_acc)CPU_IN_##IN(x[(ROW) * xr + c]);                                          \
+    if (masked) V = CPU_SELECT_##ACC_T(m[(ROW) * mr + c], V, (NAME##_acc)(MASKED));
+#define TILE_STEPS(NAME, IN, OUT, ACC_T, MASKED, OP)                                                    \
+    int64_t k = 0;                                                                                      \
+    for (; k + 1 < n; k += 2)                                                                           \
+        for (int64_t c = 0; c < nc; c++) {                                                              \
+            TILE_STEP_VALUE(NAME, IN, ACC_T, MASKED, v0, k)                                             \
+            TILE_STEP_VALUE(NAME, IN, ACC_T, MASKED, v1, k + 1)                                         \
+            NAME##_acc n0 = OP(acc[c], v0), n1 = OP(n0, v1);                                            \
+            y[k * yr + c] = CPU_OUT_##OUT(excl ? acc[c] : n0);                                          \
+            y[(k + 1) * yr + c] = CPU_OUT_##OUT(excl ? n0 : n1);                                        \
+            acc[c] = n1;                                                                                \
+        }                                                                                               \
+    for (; k < n; k++)                                                                                  \
+        for (int64_t c = 0; c < nc; c++) {                                                              \
+            TILE_STEP_VALUE(NAME, IN, ACC_T, MASKED, v0, k)                                             \
+            NAME##_acc next = OP(acc[c], v0);                                                           \
+            y[k * yr + c] = CPU_OUT_##OUT(excl ? acc[c] : next);                                        \
+            acc[c] = next;                                                                              \
+        }
+
+/* One kernel set per (input, accumulator, output, op):
+ *   walk_g, walk  g segments of n steps together from acc[] (write = 0: totals only);
+ *   tile_g, tiles nc lines side by side through unit strides (rows of stride xr, mr, yr);
+ *   blocks        the blocks [b0, b1) of every line of a split scan: totals, or scans from carries;
+ *   split, run    a split scan; the whole scan. */
+#define DEFINE_CPU_SCAN(NAME, IN, OUT, IN_T, ACC_T, OUT_T, IDENT, MASKED, EMPTY, OP)                           \
+    typedef CPU_ACC(ACC_T) NAME##_acc;                                                                     \
+    INLINE void NAME##_walk_g(const IN_T *x, const unsigned char *m, OUT_T *y, const segment *s, const int g, \
+                              int64_t n, const int64_t *st, NAME##_acc *acc, const int masked,              \
+                              const int excl, const int write)                                             \
+    {                                                                                                      \
+        NAME##_acc a[GROUP];                                                                               \
+        const int64_t sx = st[0], sm = st[1], so = st[2];                                                  \
+        for (int j = 0; j < g; j++) a[j] = acc[j];                                                         \
+        for (int64_t k = 0; k < n; k++) {                                                                  \
+            for (int j = 0; j < g; j++) {                                                                  \
+                NAME##_acc v = (NAME##_acc)CPU_IN_##IN(x[s[j].off[0] + k * sx]);                          \
+                if (masked) v = CPU_SELECT_##ACC_T(m[s[j].off[1] + k * sm], v, (NAME##_acc)(MASKED));      \
+                NAME##_acc next = OP(a[j], v);                                                             \
+                if (write) y[s[j].off[2] + k * so] = CPU_OUT_##OUT(excl ? a[j] : next);                    \
+                a[j] = next;                                                                               \
+            }                                                                                              \
+        }                                                                                                  \
+        for (int j = 0; j < g; j++) acc[j] = a[j];                                                         \
+    }                                                                                                      \
+    VECTOR_KERNEL static void NAME##_walk(const cs_scan_plan *p, const segment *s, int g, int64_t n, const int64_t *st,   \
+                            NAME##_acc *acc, int write)                                                    \
+    {                                                                                                      \
+        const IN_T *x = p->x;                                                                              \
+        const unsigned char *m = p->mask;                                                                  \
+        OUT_T *y = p->out;                                                                                 \
+        const int excl = p->exclusive;                                                                     \
+        if (g != GROUP) NAME##_walk_g(x, m, y, s, g, n, st, acc, m != 0, excl, write);                     \
+        else if (!write && !m) NAME##_walk_g(x, m, y, s, GROUP, n, st, acc, 0, 0, 0);                      \
+        else if (!write) NAME##_walk_g(x, m, y, s, GROUP, n, st, acc, 1, 0, 0);                            \
+        else if (!m && !excl) NAME##_walk_g(x, m, y, s, GROUP, n, st, acc, 0, 0, 1);                       \
+        else if (!m) NAME##_walk_g(x, m, y, s, GROUP, n, st, acc, 0, 1, 1);                                \
+        else if (!excl) NAME##_walk_g(x, m, y, s, GROUP, n, st, acc, 1, 0, 1);                             \
+        else NAME##_walk_g(x, m, y, s, GROUP, n, st, acc, 1, 1, 1);                                        \
+        if (write && excl)                                                                                 \
+            for (int j = 0; j < g; j++)                                                                    \
+                if (s[j].first) y[s[j].off[2]] = CPU_OUT_##OUT((NAME##_acc)(EMPTY));                       \
+    }                                                                                                      \
+    INLINE void NAME##_tile_g(const IN_T *restrict x, int64_t xr, const unsigned char *m, int64_t mr,       \
+                              OUT_T *restrict y,                                                           \
+                              int64_t yr, int64_t nc, int64_t n, NAME##_acc *acc, const int masked,         \
+                              const int excl)                                                              \
+    {                                                                                                      \
+        TILE_STEPS(NAME, IN, OUT, ACC_T, MASKED, OP);                                                      \
+    }                                                                                                      \
+    /* ROWS_W lines: loads, folds and stores in three loops, each of which vectorises whole */           \
+    INLINE void NAME##_tile8(const IN_T *restrict x, int64_t xr, const unsigned char *m, int64_t mr,        \
+                             OUT_T *restrict y, int64_t yr, int64_t n, NAME##_acc *acc, const int masked,   \
+                             const int excl)                                                               \
+    {                                                                                                      \
+        NAME##_acc a[ROWS_W];                                                                              \
+        for (int c = 0; c < ROWS_W; c++) a[c] = acc[c];                                                    \
+        for (int64_t k = 0; k < n; k++) {                                                                  \
+            NAME##_acc v[ROWS_W], o[ROWS_W];                                                               \
+            for (int c = 0; c < ROWS_W; c++) {                                                             \
+                v[c] = (NAME##_acc)CPU_IN_##IN(x[k * xr + c]);                                            \
+                if (masked) v[c] = CPU_SELECT_##ACC_T(m[k * mr + c], v[c], (NAME##_acc)(MASKED));          \
+            }                                                                                              \
+            for (int c = 0; c < ROWS_W; c++) {                                                             \
+                NAME##_acc next = OP(a[c], v[c]);                                                          \
+                o[c] = excl ? a[c] : next;                                                                 \
+                a[c] = next;                                                                               \
+            }                                                                                              \
+            for (int c = 0; c < ROWS_W; c++) y[k * yr + c] = CPU_OUT_##OUT(o[c]);                          \
+        }                                                                                                  \
+        for (int c = 0; c < ROWS_W; c++) acc[c] = a[c];                                                    \
+    }                                                                                                      \
+    /* x and out the same memory (in place): element c of a row is read before it is written */          \
+    INLINE void NAME##_tile_a(const IN_T *x, int64_t xr, const unsigned char *m, int64_t mr, OUT_T *y,      \
+                              int64_t yr, int64_t nc, int64_t n, NAME##_acc *acc, int masked, int excl)     \
+    {                                                                                                      \
+        TILE_STEPS(NAME, IN, OUT, ACC_T, MASKED, OP);                                                      \
+    }                                                                                                      \
+    /* the flags as constants, so that each variant compiles without tests in its loop */                \
+    INLINE void NAME##_tile_w(const IN_T *x, int64_t xr, const unsigned char *m, int64_t mr, OUT_T *y,      \
+                              int64_t yr, int64_t nc, int64_t n, NAME##_acc *acc, int masked, int excl)     \
+    {                                                                                                      \
+        if (!masked && !excl) NAME##_tile_g(x, xr, m, mr, y, yr, nc, n, acc, 0, 0);                        \
+        else if (!masked) NAME##_tile_g(x, xr, m, mr, y, yr, nc, n, acc, 0, 1);                            \
+        else if (!excl) NAME##_tile_g(x, xr, m, mr, y, yr, nc, n, acc, 1, 0);                              \
+        else NAME##_tile_g(x, xr, m, mr, y, yr, nc, n, acc, 1, 1);                                         \
+    }                                                                                                      \
+    /* the lines' totals alone: no output */                                                             \
+    INLINE void NAME##_fold_g(const IN_T *x, int64_t xr, const unsigned char *m, int64_t mr, int64_t nc,     \
+                              int64_t n, NAME##_acc *acc, const int masked)                                \
+    {                                                                                                      \
+        for (int64_t k = 0; k < n; k++)                                                                    \
+            for (int64_t c = 0; c < nc; c++) {                                                             \
+                NAME##_acc v = (NAME##_acc)CPU_IN_##IN(x[k * xr + c]);                                    \
+                if (masked) v = CPU_SELECT_##ACC_T(m[k * mr + c], v, (NAME##_acc)(MASKED));                \
+                acc[c] = OP(acc[c], v);                                                                    \
+            }                                                                                              \
+    }                                                                                                      \
+    INLINE void NAME##_fold8(const IN_T *x, int64_t xr, const unsigned char *m, int64_t mr, int64_t n,      \
+                             NAME##_acc *acc, const int masked)                                            \
+    {                                                                                                      \
+        NAME##_acc a[ROWS_W];                                                                              \
+        for (int c = 0; c < ROWS_W; c++) a[c] = acc[c];                                                    \
+        for (int64_t k = 0; k < n; k++) {                                                                  \
+            NAME##_acc v[ROWS_W];                                                                          \
+            for (int c = 0; c < ROWS_W; c++) {                                                             \
+                v[c] = (NAME##_acc)CPU_IN_##IN(x[k * xr + c]);                                            \
+                if (masked) v[c] = CPU_SELECT_##ACC_T(m[k * mr + c], v[c], (NAME##_acc)(MASKED));          \
+            }                                                                                              \
+            for (int c = 0; c < ROWS_W; c++) a[c] = OP(a[c], v[c]);                                        \
+        }                                                                                                  \
+        for (int c = 0; c < ROWS_W; c++) acc[c] = a[c];                                                    \
+    }                                                                                                      \
+    INLINE void NAME##_fold_w(const IN_T *x, int64_t xr, const unsigned char *m, int64_t mr, int64_t nc,     \
+                              int64_t n, NAME##_acc *acc, int masked)                                      \
+    {                                                                                                      \
+        if (nc == ROWS_W && masked) NAME##_fold8(x, xr, m, mr, n, acc, 1);                                 \
+        else if (nc == ROWS_W) NAME##_fold8(x, xr, m, mr, n, acc, 0);                                      \
+        else if (masked) NAME##_fold_g(x, xr, m, mr, nc, n, acc, 1);                                       \
+        else NAME##_fold_g(x, xr, m, mr, nc, n, acc, 0);                                                   \
+    }                                                                                                      \
+    /* nc lines from line (o, c0), tk steps at a time. init: the lines' carries (NULL: the identity);  \
+     * totals: fold only, into totals[]; first: lines [0, first) start here (an exclusive scan's empty prefix) */ \
+    VECTOR_KERNEL static void NAME##_tiles(const cs_scan_plan *p, const walk_layout *w, int64_t o, int64_t c0, \
+                                           int64_t nc, const NAME##_acc *init, NAME##_acc *totals, int64_t first) \
+    {                                                                                                      \
+        IN_T xb[TILE_ELEMS];                                                                               \
+        unsigned char mb[TILE_ELEMS];                                                                      \
+        OUT_T yb[TILE_ELEMS];                                                                              \
+        NAME##_acc acc[COLUMN_W];                                                                          \
+        int64_t base[3];                                                                                   \
+        outer_offsets(&w->outer, o, base);                                                                 \
+        for (int k = 0; k < 3; k++) base[k] += w->start[k] + c0 * w->ix[k];                                \
+        const IN_T *x = (const IN_T *)p->x + base[0];                                                      \
+        const unsigned char *m = w->masked ? p->mask + base[1] : 0;                                        \
+        OUT_T *y = (OUT_T *)p->out + base[2];                                                              \
+        const int masked = w->masked, excl = p->exclusive;                                                 \
+        for (int64_t c = 0; c < nc; c++) acc[c] = init ? init[c] : (NAME##_acc)(IDENT);                    \
+        for (int64_t k0 = 0; k0 < w->len; k0 += w->tk) {                                                   \
+            const int64_t kn = w->len - k0 < w->tk ? w->len - k0 : w->tk;                                  \
+            const IN_T *xt = x + k0 * w->sx[0];                                                            \
+            const unsigned char *mt = m ? m + k0 * w->sx[1] : 0;                                           \
+            OUT_T *yt = y + k0 * w->sx[2];                                                                 \
+            int64_t xr = w->sx[0], mr = w->sx[1];                                                          \
+            if (w->staged[0]) {                                                                            \
+                stage_in(xt, w->ix[0], xr, xb, nc, kn, sizeof *xb);                                        \
+                xt = xb;                                                                                   \
+                xr = nc;                                                                                   \
+            }                                                                                              \
+            if (masked && w->staged[1]) {                                                                  \
+                stage_in(mt, w->ix[1], mr, mb, nc, kn, 1);                                                 \
+                mt = mb;                                                                                   \
+                mr = nc;                                                                                   \
+            }                                                                                              \
+            if (totals) {                                                                                  \
+                NAME##_fold_w(xt, xr, mt, mr, nc, kn, acc, masked);                                        \
+                continue;                                                                                  \
+            }                                                                                              \
+            OUT_T *yw = w->staged[2] ? yb : yt;                                                            \
+            const int64_t yr = w->staged[2] ? nc : w->sx[2];                                               \
+            if (!w->staged[0]) prefetch_rows(xt, xr * (int64_t)sizeof *xt, kn, nc * (int64_t)sizeof *xt, 0); \
+            if (!w->staged[2]) prefetch_rows(yt, yr * (int64_t)sizeof *yt, kn, nc * (int64_t)sizeof *yt, 1); \
+            if (w->staged[0] || w->staged[2] || p->x != p->out) { /* a buffer, or not in place */        \
+                if (nc == ROWS_W && !masked && !excl) NAME##_tile8(xt, xr, mt, mr, yw, yr, kn, acc, 0, 0);   \
+                else if (nc == ROWS_W && !masked) NAME##_tile8(xt, xr, mt, mr, yw, yr, kn, acc, 0, 1);      \
+                else if (nc == ROWS_W && !excl) NAME##_tile8(xt, xr, mt, mr, yw, yr, kn, acc, 1, 0);        \
+                else if (nc == ROWS_W) NAME##_tile8(xt, xr, mt, mr, yw, yr, kn, acc, 1, 1);                 \
+                else if (nc == MIXED_W) NAME##_tile_w(xt, xr, mt, mr, yw, yr, MIXED_W, kn, acc, masked, excl); \
+                else NAME##_tile_w(xt, xr, mt, mr, yw, yr, nc, kn, acc, masked, excl);                     \
+            } else {                                                                                       \
+                NAME##_tile_a(xt, xr, mt, mr, yw, yr, nc, kn, acc, masked, excl);                          \
+            }                                                                                              \
+            if (excl && k0 == 0)                                                                           \
+                for (int64_t c = 0; c < first && c < nc; c++) yw[c] = CPU_OUT_##OUT((NAME##_acc)(EMPTY)); \
+            if (w->staged[2]) stage_out(yb, yt, w->ix[2], w->sx[2], nc, kn, sizeof *yb);                   \
+        }                                                                                                  \
+        if (totals)                                                                                        \
+            for (int64_t c = 0; c < nc; c++) totals[c] = acc[c];                                           \
+    }                                                                                                      \
+    /* The total of the n elements from o (x, mask) walked with steps st of +-1, in LANES lanes: element   \
+     * k into lane k % LANES, the lanes then folded in order (so that the loads vectorise) */            \
+    INLINE NAME##_acc NAME##_lanes(const IN_T *x, const unsigned char *m, int64_t n, const int64_t sx,        \
+                                   const int64_t sm, const int masked)                                     \
+    {                                                                                                      \
+        NAME##_acc lane[LANES], total = (NAME##_acc)(IDENT);                                               \
+        for (int j = 0; j < LANES; j++) lane[j] = (NAME##_acc)(IDENT);                                     \
+        int64_t k = 0;                                                                                     \
+        for (; k + LANES <= n; k += LANES)                                                                 \
+            for (int j = 0; j < LANES; j++) {                                                              \
+                NAME##_acc v = (NAME##_acc)CPU_IN_##IN(x[(k + j) * sx]);                                  \
+                if (masked) v = CPU_SELECT_##ACC_T(m[(k + j) * sm], v, (NAME##_acc)(MASKED));              \
+                lane[j] = OP(lane[j], v);                                                                  \
+            }                                                                                              \
+        for (; k < n; k++) {                                                                               \
+            NAME##_acc v = (NAME##_acc)CPU_IN_##IN(x[k * sx]);                                            \
+            if (masked) v = CPU_SELECT_##ACC_T(m[k * sm], v, (NAME##_acc)(MASKED));                        \
+            lane[k % LANES] = OP(lane[k % LANES], v);                                                      \
+        }                                                                                                  \
+        for (int j = 0; j < LANES; j++) total = OP(total, lane[j]);                                        \
+        return total;                                                                                      \
+    }                                                                                                      \
+    VECTOR_KERNEL static NAME##_acc NAME##_lane_total(const cs_scan_plan *p, const int64_t *o, const int64_t *st, \
+                                                      int64_t n)                                           \
+    {                                                                                                      \
+        const IN_T *x = (const IN_T *)p->x + o[0];                                                         \
+        const unsigned char *m = p->mask ? p->mask + o[1] : 0;                                             \
+        if (st[0] == 1 && (!m || st[1] == 1)) return m ? NAME##_lanes(x, m, n, 1, 1, 1) : NAME##_lanes(x, m, n, 1, 1, 0); \
+        if (st[0] == -1 && (!m || st[1] == -1))                                                            \
+            return m ? NAME##_lanes(x, m, n, -1, -1, 1) : NAME##_lanes(x, m, n, -1, -1, 0);                \
+        return m ? NAME##_lanes(x, m, n, st[0], st[1], 1) : NAME##_lanes(x, m, n, st[0], st[1], 0);        \
+    }                                                                                                      \
+    /* blocks [b0, b1) of every line of a split scan: totals (write = 0) or scans from the carries in     \
+     * vals, which holds line l's block b at l * per + b - b0 */                                        \
+    static void NAME##_blocks(const cs_scan_plan *p, const walk_layout *w, int64_t b0, int64_t b1,          \
+                              int64_t per, NAME##_acc *vals, int write)                                    \
+    {                                                                                                      \
+        const int64_t L = w->nlines;                                                                       \
+        NAME##_acc acc[LONG_LINES > GROUP ? LONG_LINES : GROUP];                                           \
+        walk_layout wb = *w;                                                                               \
+        wb.outer.ndim = 0;                                                                                 \
+        wb.nouter = 1;                                                                                     \
+        if (w->split == SPLIT_ACROSS) { /* per block, the lines side by side */                           \
+            for (int64_t b = b0; b < b1; b++) {                                                            \
+                wb.len = w->len - b * FOLD_BLOCK < FOLD_BLOCK ? w->len - b * FOLD_BLOCK : FOLD_BLOCK;      \
+                for (int k = 0; k < 3; k++) wb.start[k] = w->start[k] + b * FOLD_BLOCK * w->sx[k];         \
+                for (int64_t l = 0; l < L; l++) acc[l] = vals[l * per + b - b0];                           \
+                NAME##_tiles(p, &wb, 0, 0, L, write ? acc : NULL, write ? NULL : acc, b == 0 ? L : 0);            \
+                if (!write)                                                                                \
+                    for (int64_t l = 0; l < L; l++) vals[l * per + b - b0] = acc[l];                       \
+            }                                                                                              \
+            return;                                                                                        \
+        }                                                                                                  \
+        for (int64_t l = 0; l < L; l++) {                                                                  \
+            int64_t off[3];                                                                                \
+            line_start(w, l, off);                                                                         \
+            for (int64_t b = b0; b < b1;) {                                                                \
+                const int64_t left = w->len - b * FOLD_BLOCK;                                              \
+                int64_t nb = left < FOLD_BLOCK ? 1 : (b1 - b) < GROUP ? (b1 - b) : GROUP;                 \
+                if (left >= FOLD_BLOCK && b + nb == (w->len + FOLD_BLOCK - 1) / FOLD_BLOCK &&              \
+                    w->len % FOLD_BLOCK) nb--; /* the short last block on its own */                      \
+                NAME##_acc *v = vals + l * per + (b - b0);                                                 \
+                if (w->split == SPLIT_ALONG && !write) { /* totals straight from memory, in lanes */       \
+                    for (int64_t j = 0; j < nb; j++) {                                                     \
+                        int64_t o[3];                                                                      \
+                        for (int k = 0; k < 3; k++) o[k] = off[k] + (b + j) * FOLD_BLOCK * w->sx[k];        \
+                        acc[j] = NAME##_lane_total(p, o, w->sx, left < FOLD_BLOCK ? left : FOLD_BLOCK);    \
+                    }                                                                                      \
+                } else if (w->split == SPLIT_ALONG) { /* the line's blocks side by side */                \
+                    wb.len = left < FOLD_BLOCK ? left : FOLD_BLOCK;                                        \
+                    for (int k = 0; k < 3; k++) {                                                          \
+                        wb.start[k] = off[k] + b * FOLD_BLOCK * w->sx[k];                                  \
+                        wb.ix[k] = FOLD_BLOCK * w->sx[k];                                                  \
+                    }                                                                                      \
+                    for (int64_t j = 0; j < nb; j++) acc[j] = v[j];                                        \
+                    NAME##_tiles(p, &wb, 0, 0, nb, write ? acc : NULL, write ? NULL : acc, b == 0); /* block 0 alone */       \
+                } else {                                                                                   \
+                    segment s[GROUP];                                                                      \
+                    for (int64_t j = 0; j < nb; j++) {                                                     \
+                        for (int k = 0; k < 3; k++) s[j].off[k] = off[k] + (b + j) * FOLD_BLOCK * w->sx[k]; \
+                        s[j].first = b + j == 0;                                                           \
+                        acc[j] = write ? v[j] : (NAME##_acc)(IDENT);                                       \
+                    }                                                                                      \
+                    NAME##_walk(p, s, (int)nb, left < FOLD_BLOCK ? left : FOLD_BLOCK, w->sx, acc, write);  \
+                }                                                                                          \
+                if (!write)                                                                                \
+                    for (int64_t j = 0; j < nb; j++) v[j] = acc[j];                                        \
+                b += nb;                                                                                   \
+            }                                                                                              \
+        }                                                                                                  \
+    }                                                                                                      \
+    /* rounds of `per` blocks of every line a thread (about 8 MiB of x: the round's second pass reads     \
+     * from cache): their totals, then (one thread) the carries chained in line order, then the scans   \
+     * from the carries. Few rounds, so that a busy machine that pauses a thread costs few waits. -1: no \
+     * memory. */                                                                                       \
+    static int NAME##_split(const cs_scan_plan *p, const walk_layout *w)                                    \
+    {                                                                                                      \
+        const int64_t L = w->nlines, nblk = (w->len + FOLD_BLOCK - 1) / FOLD_BLOCK;                        \
+        const int64_t per = ROUND_BLOCKS / L;                                                              \
+        NAME##_acc carry[LONG_LINES];                                                                      \
+        NAME##_acc *vals = malloc(sizeof *vals * (size_t)(L * per * omp_get_max_threads()));               \
+        if (!vals) return -1;                                                                              \
+        for (int64_t l = 0; l < L; l++) carry[l] = (NAME##_acc)(IDENT);                                    \
+        _Pragma("omp parallel")                                                                            \
+        {                                                                                                  \
+            const int64_t T = omp_get_num_threads(), t = omp_get_thread_num();                             \
+            for (int64_t r0 = 0; r0 < nblk; r0 += T * per) {                                               \
+                const int64_t b0 = r0 + t * per < nblk ? r0 + t * per : nblk;                              \
+                const int64_t b1 = b0 + per < nblk ? b0 + per : nblk;                                      \
+                NAME##_blocks(p, w, b0, b1, per, vals + t * L * per, 0);                                   \
+                _Pragma("omp barrier")                                                                     \
+                _Pragma("omp single")                                                                      \
+                for (int64_t l = 0; l < L; l++)                                                            \
+                    for (int64_t i = 0; i < T * per && r0 + i < nblk; i++) {                               \
+                        NAME##_acc *v = vals + i / per * L * per + l * per + i % per;                      \
+                        const NAME##_acc total = *v;                                                       \
+                        *v = carry[l];                                                                     \
+                        carry[l] = OP(carry[l], total);                                                    \
+                    }                                                                                      \
+                NAME##_blocks(p, w, b0, b1, per, vals + t * L * per, 1);                                   \
+            }                                                                                              \
+        }                                                                                                  \
+        free(vals);                                                                                        \
+        return 0;                                                                                          \
+    }                                                                                                      \
+    static int NAME##_run(const cs_scan_plan *p, const walk_layout *w)                                      \
+    {                                                                                                      \
+        if (w->split) return NAME##_split(p, w);                                                           \
+        if (w->tiles) {                                                                                    \
+            const int64_t width = tile_width(w, w->tw);                                                    \
+            const int64_t nb = (w->inner + width - 1) / width;                                             \
+            _Pragma("omp parallel for schedule(static) if(w->nouter * nb > 1 && w->nlines * w->len > 32768)") \
+            for (int64_t t = 0; t < w->nouter * nb; t++) {                                                 \
+                const int64_t c0 = t % nb * width;                                                         \
+                NAME##_tiles(p, w, t / nb, c0, w->inner - c0 < width ? w->inner - c0 : width, NULL, NULL, width); \
+            }                                                                                              \
+        } else {                                                                                           \
+            _Pragma("omp parallel if(w->nlines > 1 && w->nlines * w->len > 32768)")                        \
+            {                                                                                              \
+                int64_t l0, l1;                                                                            \
+                thread_share(w->nlines, &l0, &l1);                                                         \
+                segment s[GROUP];                                                                          \
+                NAME##_acc acc[GROUP];                                                                     \
+                for (int64_t l = l0; l < l1; l += GROUP) {                                                 \
+                    const int g = l1 - l < GROUP ? (int)(l1 - l) : GROUP;                                  \
+                    for (int j = 0; j < g; j++) {                                                          \
+                        line_start(w, l + j, s[j].off);                                                    \
+                        s[j].first = 1;                                                                    \
+                        acc[j] = (NAME##_acc)(IDENT);                                                      \
+                    }                                                                                      \
+                    NAME##_walk(p, s, g, w->len, w->sx, acc, 1);                                           \
+                }                                                                                          \
+            }                                                                                              \
+        }                                                                                                  \
+        return 0;                                                                                          \
     }
 
-/* Integers accumulate unsigned, so that they wrap without undefined behaviour; bool reads as 0/1;
- * float16 and bfloat16 elements are their bits here (half.h), converted on the way in and out. */
-#define CPU_ACC_double double
-#define CPU_ACC_int32_t uint32_t
-#define CPU_ACC_int64_t uint64_t
-#define CPU_ACC(T) CPU_ACC_##T
-#define TO_ACC(IN, ACC, v)                                                                  \
-    ((IN) == CS_BOOL ? (ACC)((v) != 0) : (IN) == CS_FLOAT16 ? (ACC)cs_float16_to_double(v)    \
-     : (IN) == CS_BFLOAT16 ? (ACC)cs_bfloat16_to_double(v) : (ACC)(v))
-/* the one rounding of an output */
-#define TO_OUT(OUT, OUT_T, v)                                                               \
-    ((OUT) == CS_FLOAT16 ? (OUT_T)cs_float16_from_double(v)                                 \
-     : (OUT) == CS_BFLOAT16 ? (OUT_T)cs_bfloat16_from_double(v) : (OUT_T)(v))
-
 /* a sum and, where the pair has one, a product for every pair of the list */
-#define DEFINE_PAIR(NAME, IN, OUT, IN_T, ACC_T, OUT_T, OPS)                                              \
-    DEFINE_CPU_SCAN(sum_##NAME, IN_T, CPU_ACC(ACC_T), OUT_T, IN, OUT, (CPU_ACC(ACC_T))(-0.0), 0, 0, SUM) \
-    DEFINE_CPU_SCAN(prod_##NAME, IN_T, CPU_ACC(ACC_T), OUT_T, IN, OUT, 1, 1, 1, PROD)
+#define DEFINE_PAIR(NAME, IN, OUT, IN_T, ACC_T, OUT_T, OPS)                                             \
+    DEFINE_CPU_SCAN(sum_##NAME, IN, OUT, IN_T, ACC_T, OUT_T, -0.0, 0, 0, SUM)                       \
+    DEFINE_CPU_SCAN(prod_##NAME, IN, OUT, IN_T, ACC_T, OUT_T, 1, 1, 1, PROD)
 CS_SCAN_PAIRS(DEFINE_PAIR)
 #undef DEFINE_PAIR
 
-typedef void (*scan_fn)(const cs_scan_plan *);
+typedef int (*scan_fn)(const cs_scan_plan *, const walk_layout *);
+
+static const char *walk_name(const walk_layout *w)
+{
+    if (w->split) return "long lines split across threads in blocks of 4096";
+    if (!w->tiles) return "8 lines walked together";
+    if (w->staged[0] || w->staged[1] || w->staged[2]) return "lines side by side through transposing tiles";
+    return "lines side by side, vectorised";
+}
 
 cs_status cs_cpu_scan(const cs_scan_plan *p)
 {
-    scan_fn rows = 0, cols = 0;
-#define PICK(NAME, IN, OUT, IN_T, ACC_T, OUT_T, OPS)                                              \
-    if (p->in_dtype == IN && p->out_dtype == OUT) {                                                   \
-        if (p->op == CS_SCAN_SUM && CS_OPS_HAS(OPS, CS_SCAN_SUM)) { rows = sum_##NAME##_rows; cols = sum_##NAME##_columns; } \
-        else if (p->op == CS_SCAN_PROD && CS_OPS_HAS(OPS, CS_SCAN_PROD)) { rows = prod_##NAME##_rows; cols = prod_##NAME##_columns; } \
+    scan_fn run = 0;
+#define PICK(NAME, IN, OUT, IN_T, ACC_T, OUT_T, OPS)                                          \
+    if (p->in_dtype == IN && p->out_dtype == OUT) {                                               \
+        if (p->op == CS_SCAN_SUM && CS_OPS_HAS(OPS, CS_SCAN_SUM)) run = sum_##NAME##_run;         \
+        else if (p->op == CS_SCAN_PROD && CS_OPS_HAS(OPS, CS_SCAN_PROD)) run = prod_##NAME##_run; \
     }
     CS_SCAN_PAIRS(PICK)
 #undef PICK
-    if (!rows) return cs_fail(CS_ERR_UNSUPPORTED, "scan of %s into %s is not supported",
-                              cs_dtype_name(p->in_dtype), cs_dtype_name(p->out_dtype));
-    const int columns = p->layout == CS_LAYOUT_COLUMNS;
+    if (!run) return cs_fail(CS_ERR_UNSUPPORTED, "scan of %s into %s is not supported",
+                             cs_dtype_name(p->in_dtype), cs_dtype_name(p->out_dtype));
+    walk_layout w;
+    plan_walk(p, &w);
     if (p->explain || p->log) {
         char line[256];
-        snprintf(line, sizeof line, "cpu %s: %lld lines of %lld%s%s%s", columns ? "columns" : "rows",
-                 (long long)(p->nouter * p->inner), (long long)p->len, p->mask ? ", masked" : "",
-                 p->reverse ? ", reverse" : "", p->exclusive ? ", exclusive" : "");
+        snprintf(line, sizeof line, "cpu %s: %lld lines of %lld%s%s%s; %s",
+                 p->layout == CS_LAYOUT_COLUMNS ? "columns" : "rows", (long long)(p->nouter * p->inner),
+                 (long long)p->len, p->mask ? ", masked" : "", p->reverse ? ", reverse" : "",
+                 p->exclusive ? ", exclusive" : "", walk_name(&w));
         if (p->explain) {
             snprintf(p->explain, p->explain_len, "%s", line);
             return CS_OK;
         }
         fprintf(stderr, "cuscan plan: %s\n", line);
     }
-    if (columns) cols(p); else rows(p);
+    if (run(p, &w)) return cs_fail(CS_ERR_OUT_OF_MEMORY, "scan: no memory for the block totals of a long line");
     return CS_OK;
 }

@@ -24,10 +24,10 @@ static void cuda_probe(void)
 {
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
-    /* a machine without a GPU (no driver device node) reports a missing or old driver: say what
-     * the user has; the driver's own words only where a device is there but cannot be used */
-    if (e == cudaErrorNoDevice || (e == cudaSuccess && n == 0) ||
-        (e == cudaErrorInsufficientDriver && access("/dev/nvidiactl", F_OK) != 0)) {
+    /* a machine without a GPU (no driver device node) reports a missing or old driver, or fails to
+     * initialise: say what the user has; the driver's own words only where a device is there but
+     * cannot be used */
+    if (e == cudaErrorNoDevice || (e == cudaSuccess && n == 0) || (e != cudaSuccess && !cs_gpu_device_node())) {
         snprintf(cuda.reason, sizeof cuda.reason, "no CUDA device found");
         cudaGetLastError();
         return;

@@ -1,0 +1,25 @@
+/* cpu/simd.h - hot CPU loops compiled for several x86-64 levels, the copy for the CPU at hand picked
+ * when the library loads (GCC's target_clones): AVX-512 (x86-64-v4: eight doubles a vector, and mask
+ * registers for masked scans), AVX2 (x86-64-v3: four) and the baseline's SSE2 (two). The
+ * transposition keeps to AVX2's shuffles of 32-byte rows (VECTOR_KERNEL_256), which it is written
+ * for. Elsewhere, or under another compiler, one plain copy. */
+#ifndef CUSCAN_CPU_SIMD_H
+#define CUSCAN_CPU_SIMD_H
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define VECTOR_KERNEL __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#define VECTOR_KERNEL_256 __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define VECTOR_KERNEL
+#define VECTOR_KERNEL_256
+#endif
+
+#include <stddef.h>
+#include <stdint.h>
+/* dst[c * ds + r] = src[r * ss + c] for r < nr, c < nc: rows of src become columns of dst; elements
+ * of `size` bytes (strides in elements, either may be negative). */
+void cs_cpu_transpose(const void *src, int64_t ss, void *dst, int64_t ds, int64_t nr, int64_t nc, size_t size);
+
+/* r = exp(a), log(a) of float32 elements, computed in float64 (vmath.c) */
+void cs_cpu_exp_f32(const float *a, float *r, int64_t n);
+void cs_cpu_log_f32(const float *a, float *r, int64_t n);
+#endif

@@ -1,0 +1,106 @@
+/* cpu/transpose.c - the transposition of a block of elements, for the CPU scans and copies that
+ * read along one dim and write along another. */
+#include <stdint.h>
+#include <string.h>
+#include "simd.h"
+
+#define INLINE static inline __attribute__((always_inline))
+
+/* dst[c * ds + r] = src[r * ss + c] for r < nr, c < nc, elements of `size` bytes: rows of src become
+ * columns of dst. 8x8 blocks of 4-byte and 4x4 blocks of 8-byte elements move through vector
+ * shuffles; edges and other sizes one element at a time. */
+#if defined(__GNUC__) && !defined(__clang__)
+/* unaligned, and allowed to alias the elements they are loaded from */
+typedef uint32_t v8u32 __attribute__((vector_size(32), aligned(4), may_alias));
+typedef uint64_t v4u64 __attribute__((vector_size(32), aligned(8), may_alias));
+#define SHUFFLE2(a, b, ...) __builtin_shuffle(a, b, (__typeof__(a)){ __VA_ARGS__ })
+
+/* rows r[0..7] of 8 lanes transposed in three rounds of pair-wise shuffles. FAR: both src's and
+ * dst's rows lie pages apart; the rows are then read in halves through memcpy, the faster form for
+ * that pattern (and the slower one into or out of a buffer). */
+#define TRANSPOSE_8x8(V, src, ss, dst, ds, FAR)                                                     \
+    do {                                                                                        \
+        V r[8], t[8], u[8];                                                                     \
+        for (int i = 0; i < 8; i++) {                                                           \
+            if (FAR) memcpy(&r[i], src + i * ss, sizeof r[i]);                                  \
+            else r[i] = *(const V *)(src + i * ss);                                             \
+        }                                                                                       \
+        for (int i = 0; i < 8; i += 2) {                                                        \
+            t[i] = SHUFFLE2(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);                          \
+            t[i + 1] = SHUFFLE2(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);                    \
+        }                                                                                       \
+        for (int i = 0; i < 8; i += 4)                                                          \
+            for (int h = 0; h < 2; h++) {                                                       \
+                u[i + 2 * h] = SHUFFLE2(t[i + h], t[i + h + 2], 0, 1, 8, 9, 4, 5, 12, 13);      \
+                u[i + 2 * h + 1] = SHUFFLE2(t[i + h], t[i + h + 2], 2, 3, 10, 11, 6, 7, 14, 15); \
+            }                                                                                   \
+        for (int i = 0; i < 4; i++) {                                                           \
+            V lo = SHUFFLE2(u[i], u[i + 4], 0, 1, 2, 3, 8, 9, 10, 11);                          \
+            V hi = SHUFFLE2(u[i], u[i + 4], 4, 5, 6, 7, 12, 13, 14, 15);                        \
+            *(V *)(dst + i * ds) = lo;                                                          \
+            *(V *)(dst + (i + 4) * ds) = hi;                                                    \
+        }                                                                                       \
+    } while (0)
+
+typedef uint8_t v8u8 __attribute__((vector_size(8), aligned(1), may_alias));
+INLINE void transpose_8x8_u8(const uint8_t *src, int64_t ss, uint8_t *dst, int64_t ds)
+{
+    TRANSPOSE_8x8(v8u8, src, ss, dst, ds, 0);
+}
+
+INLINE void transpose_8x8_u32(const uint32_t *src, int64_t ss, uint32_t *dst, int64_t ds)
+{
+    TRANSPOSE_8x8(v8u32, src, ss, dst, ds, 0);
+}
+
+INLINE void transpose_8x8_u32_far(const uint32_t *src, int64_t ss, uint32_t *dst, int64_t ds)
+{
+    TRANSPOSE_8x8(v8u32, src, ss, dst, ds, 1);
+}
+
+INLINE void transpose_4x4_u64(const uint64_t *src, int64_t ss, uint64_t *dst, int64_t ds)
+{
+    v4u64 r[4], t[4];
+    for (int i = 0; i < 4; i++) r[i] = *(const v4u64 *)(src + i * ss);
+    for (int i = 0; i < 4; i += 2) {
+        t[i] = SHUFFLE2(r[i], r[i + 1], 0, 4, 2, 6);
+        t[i + 1] = SHUFFLE2(r[i], r[i + 1], 1, 5, 3, 7);
+    }
+    for (int i = 0; i < 2; i++) {
+        v4u64 lo = SHUFFLE2(t[i], t[i + 2], 0, 1, 4, 5), hi = SHUFFLE2(t[i], t[i + 2], 2, 3, 6, 7);
+        *(v4u64 *)(dst + i * ds) = lo;
+        *(v4u64 *)(dst + (i + 2) * ds) = hi;
+    }
+}
+#define TRANSPOSE_BLOCKS(T, B, BLOCK)                                                              \
+    for (; r + B <= nr; r += B) {                                                              \
+        int64_t c = 0;                                                                         \
+        for (; c + B <= nc; c += B) BLOCK((const T *)src + r * ss + c, ss, (T *)dst + c * ds + r, ds); \
+        for (; c < nc; c++)                                                                    \
+            for (int64_t i = r; i < r + B; i++) ((T *)dst)[c * ds + i] = ((const T *)src)[i * ss + c]; \
+    }
+#endif
+
+VECTOR_KERNEL_256 void cs_cpu_transpose(const void *src, int64_t ss, void *dst, int64_t ds, int64_t nr, int64_t nc,
+                                    size_t size)
+{
+    int64_t r = 0;
+#ifdef TRANSPOSE_BLOCKS
+    if (size == 1) TRANSPOSE_BLOCKS(uint8_t, 8, transpose_8x8_u8)
+    else if (size == 4 && (ds > 1024 || ds < -1024) && (ss > 16 || ss < -16))
+        TRANSPOSE_BLOCKS(uint32_t, 8, transpose_8x8_u32_far)
+    else if (size == 4) TRANSPOSE_BLOCKS(uint32_t, 8, transpose_8x8_u32)
+    else if (size == 8) TRANSPOSE_BLOCKS(uint64_t, 4, transpose_4x4_u64)
+#endif
+#define TRANSPOSE_REST(T)                                                              \
+    for (; r < nr; r++)                                                                \
+        for (int64_t c = 0; c < nc; c++) ((T *)dst)[c * ds + r] = ((const T *)src)[r * ss + c];
+    switch (size) {
+    case 1: TRANSPOSE_REST(uint8_t) break;
+    case 2: TRANSPOSE_REST(uint16_t) break;
+    case 4: TRANSPOSE_REST(uint32_t) break;
+    default: TRANSPOSE_REST(uint64_t) break;
+    }
+#undef TRANSPOSE_REST
+}
+
