@@ -73,8 +73,9 @@ cs_status cs_cuda_event_elapsed(void *start, void *end, double *ms);
 /* ---- layout helpers (layout.c) ---- */
 enum { CS_MAX_OPERANDS = 5 };
 
-/* Dims shared by up to three operands, with per-operand strides, after size-1 dims are dropped and
- * neighbours that are contiguous in every operand are merged. Dim order is outermost first. */
+/* Dims shared by up to CS_MAX_OPERANDS operands, with per-operand strides, after size-1 dims are
+ * dropped and neighbours that are contiguous in every operand are merged. Dim order is outermost
+ * first. */
 typedef struct cs_iter {
     int ndim;
     int64_t shape[CS_MAX_DIMS];
