@@ -2,6 +2,10 @@
 -- with device events (median of repeated runs after warm-up), as GB/s and as a fraction of a
 -- device-to-device copy of the same tensor measured in the same run; PyTorch eager and
 -- torch.compile side by side when python3 with torch is present.
+-- Each op's floor counts the bytes it must move once: the input read and the output written, a
+-- mask or reset at one byte an element, and for cummax the int64 indices written besides the
+-- values. The rows of cummax, logcumsumexp and the segmented cumsum (a reset every 1000 elements
+-- or so) aim at 90% of their floor (issue 15).
 --
 --   luajit bench/bench.lua [--csv PATH] [--only PATTERN] [--reps N] [--no-torch] [--compile]
 --                          [--device cpu|cuda]
@@ -35,6 +39,9 @@ local OPS = {
   { "masked_cumsum", {}, masked = true },
   { "exclusive_cumsum", { exclusive = true } },
   { "reverse_exclusive_cumsum", { reverse = true, exclusive = true } },
+  { "cummax_indices", {}, fn = "cummax", indices = true, target = 0.90 },
+  { "logcumsumexp", {}, fn = "logcumsumexp", target = 0.90 },
+  { "segmented_cumsum", {}, reset = true, target = 0.90 },
 }
 
 -- case name, shape, dim, dtype, target (fraction of copy bandwidth, or microseconds for "us")
@@ -107,6 +114,8 @@ for _, row in ipairs(ROWS) do
     local x = cs.rand(shape, { dtype = dtype, seed = 1 })
     local y = cs.rand(shape, { dtype = dtype, seed = 2 })  -- poisoned output: overwritten by every op
     local mask = cs.rand(shape, { seed = 3 }):lt(0.5)
+    local reset = cs.rand(shape, { seed = 4 }):lt(0.001)
+    local indices = cs.empty(shape, { dtype = "int64" })
     local n = numel(shape)
     -- the copy floor: the fastest of copies timed before and after the ops, so that a slow spell
     -- of the device during one copy timing cannot flatter the ratios
@@ -116,16 +125,18 @@ for _, row in ipairs(ROWS) do
     for _, op in ipairs(OPS) do
       local o = {}
       for k, v in pairs(op[2]) do o[k] = v end
-      o.out = y
+      o.out = op.indices and { y, indices } or y
       if op.masked then o.mask = mask end
-      local scan = op.prod and cs.cumprod or cs.cumsum
+      if op.reset then o.reset = reset end
+      local scan = cs[op.fn or (op.prod and "cumprod" or "cumsum")]
       local fn = function() scan(x, dim, o) end
       local ms1 = time_ms(fn, opts.reps)
       local ms2 = time_ms(fn, opts.reps)
       local ms = math.min(ms1, ms2)
-      local bytes = n * BYTES[dtype] * 2 + (op.masked and n or 0)
+      local bytes = n * BYTES[dtype] * 2 + ((op.masked or op.reset) and n or 0) + (op.indices and 8 * n or 0)
       case_rows[#case_rows + 1] = { case = name, op = op[1], ms = ms, ms1 = ms1, ms2 = ms2, gbs = bytes / ms / 1e6,
-                                    target = row[5], us = row.us, shape = shape, dim = dim, dtype = dtype }
+                                    target = (op.target and row[5] and not row.us) and op.target or row[5], us = row.us,
+                                    shape = shape, dim = dim, dtype = dtype }
     end
     copy_ms = math.min(copy_ms, copy_time())
     local copy_gbs = 2 * n * BYTES[dtype] / copy_ms / 1e6
@@ -136,7 +147,7 @@ for _, row in ipairs(ROWS) do
       end
       results[#results + 1] = r
     end
-    x, y, mask = nil, nil, nil
+    x, y, mask, reset, indices = nil, nil, nil, nil, nil
     collectgarbage()
     collectgarbage()
   end
