@@ -90,15 +90,8 @@ H.each_device("cummax and cummin along every dim", function(dev, it)
 end)
 
 -- Views: x, and the mask, reset and outputs made the same way, are not contiguous.
-local VIEWS = {
-  { name = "transposed 6x5", base = { 6, 5 }, make = function(b) return b:transpose(1, 2) end },
-  { name = "narrowed 7x9 -> 5x6", base = { 7, 9 }, make = function(b) return b:narrow(2, 2, 6):narrow(1, 2, 5) end },
-  { name = "every other element (stride 2)", base = { 11, 2 }, make = function(b) return b:select(2, 2) end },
-  { name = "3-D with dims 1 and 3 swapped", base = { 3, 4, 5 }, make = function(b) return b:transpose(1, 3) end },
-}
-
 H.each_device("cummax and cummin of views", function(dev, it)
-  for _, v in ipairs(VIEWS) do
+  for _, v in ipairs(H.VIEWS) do
     for _, op in ipairs({ "max", "min" }) do
       for _, dtype in ipairs({ "float32", "int64", "bool" }) do
         local name = ("%s %s of a %s view, every dim and flag"):format(FN[op], dtype, v.name)

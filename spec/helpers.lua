@@ -477,6 +477,17 @@ function H.ulps(a, b, dtype)
   return math.abs(half_order(a, dtype) - half_order(b, dtype))
 end
 
+-- Views that are not contiguous, each made from a tensor of its base shape (drops: the dims a
+-- select takes away): a scan's x, and its mask, reset and outputs made the same way.
+H.VIEWS = {
+  { name = "transposed 6x5", base = { 6, 5 }, make = function(b) return b:transpose(1, 2) end },
+  { name = "narrowed 7x9 -> 5x6", base = { 7, 9 }, make = function(b) return b:narrow(2, 2, 6):narrow(1, 2, 5) end },
+  { name = "3-D with dims 1 and 3 swapped", base = { 3, 4, 5 }, make = function(b) return b:transpose(1, 3) end },
+  { name = "selected middle of 4x5x6", base = { 4, 5, 6 }, make = function(b) return b:select(2, 3) end, drops = 1 },
+  { name = "every other element (stride 2)", base = { 11, 2 }, make = function(b) return b:select(2, 2) end, drops = 1 },
+  { name = "transposed narrow of 4x9x3", base = { 4, 9, 3 }, make = function(b) return b:narrow(2, 3, 5):transpose(2, 3) end },
+}
+
 -- The same values laid out as a row (dim 2 of 1xN), a column (dim 1 of Nx1) and the first column
 -- of a wide tensor: a list of { kind, tensor, dim }. H.first_line reads a result's first line.
 function H.line_layouts(values, dev, dtype)

@@ -128,13 +128,17 @@ static inline double log_add_exp(double a, double b)
 #define SCAN_STEP(OPN, A, IN, OUT, OUT_T, acc, at, xv, keep, restart, first, pos, yp, ip)                      \
     do {                                                                                                       \
         int first_ = (first);                                                                                  \
-        if (restart) { (acc) = IDENT_##OPN(A, IN); (at) = 0; first_ = 1; }                                     \
-        const A before_ = (acc);                                                                               \
-        const int64_t before_at_ = (at);                                                                       \
-        if (keep) { A v_ = TO_ACC(IN, A, xv); TAKE_##OPN(acc, at, v_, pos); }                                  \
-        else if (!SKIPS_MASKED_##OPN) { A v_ = MASKED_##OPN(A); TAKE_##OPN(acc, at, v_, pos); }                \
-        *(yp) = TO_OUT(OUT, OUT_T, excl ? (first_ ? EMPTY_##OPN(A, IN) : before_) : (acc));                    \
-        if (indexed) *(ip) = excl ? before_at_ : (at);                                                         \
+        A a_ = (acc);                                                                                          \
+        int64_t at_ = (at);                                                                                    \
+        if (restart) { a_ = IDENT_##OPN(A, IN); at_ = 0; first_ = 1; }                                         \
+        const A before_ = a_;                                                                                  \
+        const int64_t before_at_ = at_;                                                                        \
+        if (keep) { A v_ = TO_ACC(IN, A, xv); TAKE_##OPN(a_, at_, v_, pos); }                                  \
+        else if (!SKIPS_MASKED_##OPN) { A v_ = MASKED_##OPN(A); TAKE_##OPN(a_, at_, v_, pos); }                \
+        *(yp) = TO_OUT(OUT, OUT_T, excl ? (first_ ? EMPTY_##OPN(A, IN) : before_) : a_);                       \
+        if (indexed) *(ip) = excl ? before_at_ : at_;                                                          \
+        (acc) = a_;                                                                                            \
+        (at) = at_;                                                                                            \
     } while (0)
 
 /* The walks of one op for one dtype pair (OPS: the ops the pair supports; the others compile to
