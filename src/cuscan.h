@@ -6,7 +6,8 @@
  *
  * DESCRIPTION
  *     cuscan keeps n-dimensional tensors (up to CS_MAX_DIMS dims) in host or CUDA device memory and
- *     runs cumulative sums and products along any dim on either device. A tensor handle (cs_tensor)
+ *     runs cumulative sums, products, maxima and minima (with indices) and log-sum-exps along any
+ *     dim on either device, segmented too (cs_scan_with). A tensor handle (cs_tensor)
  *     is a view: dtype, device, shape, strides and a storage offset over a reference-counted storage.
  *     Several handles may share one storage; the storage goes away with its last handle.
  *
