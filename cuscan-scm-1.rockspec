@@ -24,8 +24,9 @@ description = {
   summary = "Cumulative sums and products along any dim of CUDA and CPU tensors, from LuaJIT",
   detailed = [[
     cuscan keeps n-dimensional tensors in CUDA device memory or host memory and runs cumulative
-    sums and products (reverse, exclusive, masked) along any dim, deterministically, with a
-    LuaJIT FFI module, a REPL and busted assertions for checking results. Needs LuaJIT (the FFI)
+    sums and products (reverse, exclusive, masked, segmented), cummax, cummin and logcumsumexp
+    along any dim, deterministically, with a LuaJIT FFI module, a REPL and busted assertions for
+    checking results. Needs LuaJIT (the FFI)
     and, for the GPU, the CUDA toolkit's nvcc at build time.
   ]],
 }

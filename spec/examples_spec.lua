@@ -145,6 +145,38 @@ describe("examples/ragged_offsets.lua", function()
   end)
 end)
 
+describe("examples/segmented_totals.lua", function()
+  it("keeps per-session and per-user running totals of an event log that match a loop over it", function()
+    local out, err, status = example("segmented_totals.lua", "--events 3000 --users 20 --seed 5")
+    assert.equal(0, status, out .. err)
+    assert.matches("^event log: 3000 events of %d+ users in %d+ sessions %([%d.]+ events a session%) on " .. DEV, out)
+    assert.matches("\n  session   user  events     spent  largest purchase %(event%)\n        1      1 ", out)
+    assert.matches("\ncheck against a loop over the log: session totals ok, event numbers ok, largest purchases ok, " ..
+                   "left to spend ok, lifetime totals ok: PASS\n$", out)
+    -- a session's largest purchase is at most what it spent
+    for spent, best in out:gmatch("\n%s+%d+%s+%d+%s+%d+%s+([%d.]+)%s+([%d.]+) %(%d+%)") do
+      assert.is_true(tonumber(best) <= tonumber(spent))
+    end
+  end)
+
+  it("fails its checks when a scan ignores its reset, its direction or its segments", function()
+    local no_reset = patch("cumsum", "function(orig, x, dim, o) if o then o.reset = nil end return orig(x, dim, o) end")
+    local out, _, status = example("segmented_totals.lua", "--events 2000 --users 10", nil, no_reset)
+    assert.equal(1, status, out)
+    assert.matches("session totals WRONG, event numbers WRONG, largest purchases ok, left to spend ok, " ..
+                   "lifetime totals ok: FAIL\n$", out)
+    local max_no_reset = patch("cummax", "function(orig, x, dim, o) if o then o.reset = nil end return orig(x, dim, o) end")
+    out, _, status = example("segmented_totals.lua", "--events 2000 --users 10", nil, max_no_reset)
+    assert.equal(1, status, out)
+    assert.matches("largest purchases WRONG, left to spend ok, lifetime totals ok: FAIL\n$", out)
+    local forward = patch("cumsum", "function(orig, x, dim, o) if o then o.reverse = nil end return orig(x, dim, o) end")
+    out, _, status = example("segmented_totals.lua", "--events 2000 --users 10", nil, forward)
+    assert.equal(1, status, out)
+    assert.matches("session totals ok, event numbers ok, largest purchases ok, left to spend WRONG, " ..
+                   "lifetime totals ok: FAIL\n$", out)
+  end)
+end)
+
 describe("examples/survival_curve.lua", function()
   it("prints the table, passes its checks and writes a CSV without gnuplot", function()
     local dir = tmpdir()

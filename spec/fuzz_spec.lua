@@ -1,11 +1,13 @@
--- Differential fuzzing (issues 5 and 12): random cases (shapes up to 5-D with lengths 0..5000, a
--- view of them (transpose, narrow, select), any dim, every supported dtype pair, reverse,
--- exclusive, mask, and out: none, poisoned, x itself, a view into a poisoned buffer, or that view
--- scanned in place). Every case runs on the CPU and is checked against the plain-Lua oracle of
--- spec/helpers.lua: bit for bit, since the CPU folds each line in order as the oracle does (float32,
--- float16 and bfloat16 outputs are the rounding of the float64 prefix, zeros keep their signs). With a CUDA
--- device the case runs there too and must agree with the CPU: integers exactly, float32, float16 and
--- bfloat16 within 1 ulp, float64 within the rounding of a differently associated fold.
+-- Differential fuzzing (issues 5, 12 and 15): random cases (shapes up to 5-D with lengths 0..5000, a
+-- view of them (transpose, narrow, select), any dim, every op (cumsum, cumprod, cummax, cummin with
+-- indices, logcumsumexp) and supported dtype pair, reverse, exclusive, mask, reset, and out: none,
+-- poisoned, x itself, a view into a poisoned buffer, or that view scanned in place). Every case runs
+-- on the CPU and is checked against the plain-Lua oracle of spec/helpers.lua: sums, products, maxima
+-- and minima bit for bit, since the CPU folds each line in order as the oracle does (float32, float16
+-- and bfloat16 outputs are the rounding of the float64 prefix, zeros keep their signs), indices
+-- exactly, logsumexps within H.tol (the oracle folds them another way). With a CUDA device the case
+-- runs there too and must agree with the CPU: integers, maxima, minima and indices exactly, float32,
+-- float16 and bfloat16 within 1 ulp, float64 within the rounding of a differently associated fold.
 --   CUSCAN_FUZZ_SEED     the run's seed (default: a fresh one per run, from CUSCAN_SPEC_SEED or the
 --                        clock); printed first, so that any run can be replayed
 --   CUSCAN_FUZZ_CASES    how many cases (default 1000; the GPU host runs 10000)
@@ -36,17 +38,20 @@ end
 io.stdout:write(("fuzz: %d cases, CUSCAN_FUZZ_SEED=%d%s\n"):format(CASES, SEED,
   FORCED and (", CUSCAN_FORCE_FAMILY=" .. FORCED) or ""))
 
--- The oracle's result for a case, rounded as the output dtype stores it.
-local function oracle(c, x, mask)
-  local ref = H.scan_ref(x:totable(), c.dim, { op = c.op, reverse = c.reverse, exclusive = c.exclusive,
-                                               mask = mask and mask:totable() or nil, dtype = c.odtype })
-  return H.as_stored(ref, c.odtype)
+-- The oracle's result for a case, rounded as the output dtype stores it (and the indices).
+local function oracle(c, x, mask, reset)
+  local ref, idx = H.scan_ref(x:totable(), c.dim, { op = c.op, reverse = c.reverse, exclusive = c.exclusive,
+                                                    mask = mask and mask:totable() or nil,
+                                                    reset = reset and reset:totable() or nil, dtype = c.odtype })
+  return H.as_stored(ref, c.odtype), idx
 end
 
 -- CUDA's result against the CPU's, by the contract's tolerances.
 local function agree(c, y, yd, len)
   if H.is_int_dtype[c.odtype] then
     assert.tensor_equal(y, yd)
+  elseif c.op == "max" or c.op == "min" then
+    assert.tensor_equal(y, yd, { strict = true })
   elseif c.odtype ~= "float64" then
     local a, b = H.flatten(y:totable()), H.flatten(yd:totable())
     for k = 1, #a do
@@ -73,29 +78,33 @@ describe("differential fuzzing #fuzz", function()
     it(name, function()
       local family
       local ok, err = pcall(function()
-        local x, mask = H.case_inputs(c)
+        local x, mask, reset = H.case_inputs(c)
         local len = H.case_len(c, x)
-        local y = H.run_case(c, x, mask)
+        local y, idx = H.run_case(c, x, mask, reset)
         assert.equal(c.odtype, y.dtype)
         assert.same(x:shape(), y:shape())
         if x:numel() == 0 then
           assert.equal(0, y:numel())
         elseif x:numel() <= ORACLE_CAP then
-          local expected = oracle(c, x, mask)
+          local expected, expected_idx = oracle(c, x, mask, reset)
           if H.is_int_dtype[c.odtype] then
             H.assert_int_equal(expected, y)
+          elseif c.op == "lse" then
+            H.assert_result(expected, y, c.odtype, c.op, len)
           else
             assert.tensor_equal(expected, y, { strict = true })
           end
+          if expected_idx then H.assert_int_equal(expected_idx, idx) end
         end
         if cuda then
-          local xd, md = x:cuda(), mask and mask:cuda() or nil
+          local xd, md, rd = x:cuda(), mask and mask:cuda() or nil, reset and reset:cuda() or nil
           for _, f in ipairs({ false, FAMILIES[i % #FAMILIES + 1] }) do
             family = f or nil
             cs.force_family(family or FORCED)
-            local yd = H.run_case(c, xd, md)
+            local yd, idxd = H.run_case(c, xd, md, rd)
             assert.equal("cuda", yd.device)
             agree(c, y, yd, len)
+            if idx then assert.tensor_equal(idx, idxd) end
           end
           cs.force_family(FORCED)
           family = nil

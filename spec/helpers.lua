@@ -159,32 +159,23 @@ local function to_int64(v)
   return int64(v)
 end
 
--- The scan of one line (a Lua array) by the definitions (README's contract): acc starts at the
--- identity (-0.0 for float sums, since -0.0 + x == x for every x); an element whose mask is false
--- reads as +0.0 (sums) or 1 (products), as where(mask, x, 0) would give; element i of an
--- inclusive scan is acc after taking in x[i]; of an exclusive scan, acc before it, the first
--- getting the empty prefix (+0.0 or 1); reverse walks from the end. Floats accumulate in double.
--- odtype: output dtype name. Integer results are int64 cdata (exact, wrapping as two's
--- complement); int32 outputs wrap to 32 bits.
-function H.scan_line(xs, opts)
-  local op, rev, excl, mask, odt = opts.op or "sum", opts.reverse, opts.exclusive, opts.mask, opts.dtype or "float64"
-  local n = #xs
-  local out = {}
+-- The folds of the oracle, one per op, written from the definitions (README's contract). Each is a
+-- constructor returning start(), take(v, i), skip(), value() and at(): start begins a segment at
+-- the identity; take folds in element i's value; skip is a masked-out element; value is the running
+-- result; at the 1-based index of max and min (0 while nothing is taken). empty: the exclusive
+-- scan's empty prefix.
+local FOLDS = {}
+
+-- Sums and products: acc starts at the identity (-0.0 for float sums, since -0.0 + x == x for every
+-- x); a masked-out element reads as +0.0 or 1, as where(mask, x, 0) would give; the empty prefix is
+-- +0.0 or 1. Floats accumulate in double; integers are int64 cdata (exact, wrapping as two's
+-- complement), int32 outputs wrapping to 32 bits.
+local function arith_fold(op, odt)
   local int = INT[odt]
-  local acc, masked, empty
-  if int then
-    acc = op == "sum" and 0LL or 1LL
-    masked, empty = acc, acc
-  else
-    acc = op == "sum" and -0.0 or 1.0
-    masked = op == "sum" and 0.0 or 1.0
-    empty = masked
-  end
-  for k = 1, n do
-    local i = rev and (n + 1 - k) or k
-    local before = acc
-    local v = masked
-    if mask == nil or mask[i] then v = xs[i] end
+  local ident = int and (op == "sum" and 0LL or 1LL) or (op == "sum" and -0.0 or 1.0)
+  local masked = int and ident or (op == "sum" and 0.0 or 1.0)
+  local acc
+  local function add(v)
     if int then
       v = to_int64(v)
       if op == "sum" then acc = acc + v else acc = acc * v end
@@ -193,14 +184,104 @@ function H.scan_line(xs, opts)
       if type(v) == "boolean" then v = v and 1 or 0 end
       if op == "sum" then acc = acc + v else acc = acc * v end
     end
-    if excl then out[i] = k == 1 and empty or before else out[i] = acc end
   end
+  return {
+    empty = masked,
+    start = function() acc = ident end,
+    take = function(v) add(v) end,
+    skip = function() add(masked) end,
+    value = function() return acc end,
+    at = function() return 0 end,
+  }
+end
+FOLDS.sum = function(odt) return arith_fold("sum", odt) end
+FOLDS.prod = function(odt) return arith_fold("prod", odt) end
+
+-- The identities of max and min by dtype (bool compares as 0 < 1).
+local LOWEST = { int32 = -2147483648LL, int64 = -0x8000000000000000LL, bool = 0 }
+local HIGHEST = { int32 = 2147483647LL, int64 = 0x7fffffffffffffffLL, bool = 1 }
+
+-- Max and min as PyTorch's cummax and cummin: a NaN is taken over anything and so is each later NaN;
+-- otherwise an element is taken when it is >= the running maximum (<= the minimum), so ties go to
+-- the element met later. Values come out as they went in (bool as booleans).
+local function extreme_fold(op, odt)
+  local ident
+  if op == "max" then ident = LOWEST[odt] or -math.huge else ident = HIGHEST[odt] or math.huge end
+  local better = op == "max" and function(v, acc) return v >= acc end or function(v, acc) return v <= acc end
+  local acc, at
+  local function out(v) if odt == "bool" then return v ~= 0 end return v end
+  return {
+    empty = out(ident),
+    start = function() acc, at = ident, 0 end,
+    take = function(v, i)
+      if type(v) == "boolean" then v = v and 1 or 0 end
+      if v ~= v or (acc == acc and better(v, acc)) then acc, at = v, i end
+    end,
+    skip = function() end,
+    value = function() return out(acc) end,
+    at = function() return at end,
+  }
+end
+FOLDS.max = function(odt) return extreme_fold("max", odt) end
+FOLDS.min = function(odt) return extreme_fold("min", odt) end
+
+-- logsumexp as a running maximum m carried with the sum s of exp(x - m), an independent form of the
+-- pairwise combine the library folds with: -inf is the identity (skipped), a NaN makes every later
+-- result NaN, +inf every later result +inf unless a NaN comes.
+FOLDS.lse = function()
+  local m, s, nan, inf
+  return {
+    empty = -math.huge,
+    start = function() m, s, nan, inf = -math.huge, 0, false, false end,
+    take = function(v)
+      if v ~= v then nan = true
+      elseif v == math.huge then inf = true
+      elseif v > m then s, m = s * math.exp(m - v) + 1, v
+      elseif v > -math.huge then s = s + math.exp(v - m) end
+    end,
+    skip = function() end,
+    value = function()
+      if nan then return 0 / 0 end
+      if inf then return math.huge end
+      if m == -math.huge then return m end
+      return m + math.log(s)
+    end,
+    at = function() return 0 end,
+  }
+end
+
+-- The scan of one line (a Lua array): opts {op = "sum" | "prod" | "max" | "min" | "lse", reverse,
+-- exclusive, mask = booleans, reset = booleans, dtype = output dtype name}. Element i of an
+-- inclusive scan is the fold after taking in x[i]; of an exclusive scan, the fold before it, a
+-- segment's first element getting the empty prefix; reverse walks from the end; a true reset makes
+-- its element the first of a new segment (met in the walk's direction). Returns the outputs and,
+-- for max and min, the 1-based indices (0 where nothing was taken).
+function H.scan_line(xs, opts)
+  local op, odt = opts.op or "sum", opts.dtype or "float64"
+  local rev, excl, mask, reset = opts.reverse, opts.exclusive, opts.mask, opts.reset
+  local fold = FOLDS[op](odt)
+  local n = #xs
+  local out, idx = {}, {}
+  for k = 1, n do
+    local i = rev and (n + 1 - k) or k
+    local first = k == 1 or (reset ~= nil and reset[i])
+    if first then fold.start() end
+    local before, before_at = fold.value(), fold.at()
+    if mask == nil or mask[i] then fold.take(xs[i], i) else fold.skip() end
+    if excl then
+      out[i], idx[i] = first and fold.empty or before, first and 0 or before_at
+    else
+      out[i], idx[i] = fold.value(), fold.at()
+    end
+  end
+  if op == "max" or op == "min" then return out, idx end
   return out
 end
 
 -- The scan of a nested table along dim (1-based; negative from the end) with opts
--- {op = "sum"|"prod", reverse, exclusive, mask = nested booleans, dtype = output dtype}.
--- A 0-d value (a number) is a line of one element.
+-- {op, reverse, exclusive, mask = nested booleans, reset = nested booleans, dtype = output dtype}.
+-- A 0-d value (a number) is a line of one element. Returns the outputs (and, for max and min, the
+-- indices) as nested tables.
 function H.scan_ref(values, dim, opts)
   opts = opts or {}
   local shape = H.shape_of(values)
@@ -208,33 +289,42 @@ function H.scan_ref(values, dim, opts)
     local o = {}
     for k, v in pairs(opts) do o[k] = v end
     o.mask = opts.mask ~= nil and { opts.mask } or nil
-    return H.scan_line({ values }, o)[1]
+    o.reset = opts.reset ~= nil and { opts.reset } or nil
+    local y, i = H.scan_line({ values }, o)
+    return y[1], i and i[1]
   end
   local nd = #shape
   local d = dim < 0 and nd + dim + 1 or dim
   if not (d >= 1 and d <= nd) then error("scan_ref: bad dim " .. tostring(dim), 2) end
   local flat = H.flatten(values, shape)
   local mflat = opts.mask and H.flatten(opts.mask, shape) or nil
+  local rflat = opts.reset and H.flatten(opts.reset, shape) or nil
   local strides, s = {}, 1
   for i = nd, 1, -1 do strides[i] = s; s = s * shape[i] end
-  local out = {}
+  local out, idx = {}, {}
   local len, step = shape[d], strides[d]
   local total = #flat
-  if len == 0 then return H.unflatten(out, shape) end
+  local indexed = opts.op == "max" or opts.op == "min"
   local lo = { op = opts.op, reverse = opts.reverse, exclusive = opts.exclusive, dtype = opts.dtype }
   -- every line starts at a flat index whose coordinate along d is 0
-  for start = 0, total - 1 do
+  for start = 0, len == 0 and -1 or total - 1 do
     if math.floor(start / step) % len == 0 then
-      local xs, ms = {}, mflat and {} or nil
+      local xs, ms, rs = {}, mflat and {} or nil, rflat and {} or nil
       for k = 1, len do
-        xs[k] = flat[start + (k - 1) * step + 1]
-        if ms then ms[k] = mflat[start + (k - 1) * step + 1] end
+        local at = start + (k - 1) * step + 1
+        xs[k] = flat[at]
+        if ms then ms[k] = mflat[at] end
+        if rs then rs[k] = rflat[at] end
       end
-      lo.mask = ms
-      local ys = H.scan_line(xs, lo)
-      for k = 1, len do out[start + (k - 1) * step + 1] = ys[k] end
+      lo.mask, lo.reset = ms, rs
+      local ys, is = H.scan_line(xs, lo)
+      for k = 1, len do
+        out[start + (k - 1) * step + 1] = ys[k]
+        if is then idx[start + (k - 1) * step + 1] = is[k] end
+      end
     end
   end
+  if indexed then return H.unflatten(out, shape), H.unflatten(idx, shape) end
   return H.unflatten(out, shape)
 end
 
@@ -387,6 +477,17 @@ function H.ulps(a, b, dtype)
   return math.abs(half_order(a, dtype) - half_order(b, dtype))
 end
 
+-- Views that are not contiguous, each made from a tensor of its base shape (drops: the dims a
+-- select takes away): a scan's x, and its mask, reset and outputs made the same way.
+H.VIEWS = {
+  { name = "transposed 6x5", base = { 6, 5 }, make = function(b) return b:transpose(1, 2) end },
+  { name = "narrowed 7x9 -> 5x6", base = { 7, 9 }, make = function(b) return b:narrow(2, 2, 6):narrow(1, 2, 5) end },
+  { name = "3-D with dims 1 and 3 swapped", base = { 3, 4, 5 }, make = function(b) return b:transpose(1, 3) end },
+  { name = "selected middle of 4x5x6", base = { 4, 5, 6 }, make = function(b) return b:select(2, 3) end, drops = 1 },
+  { name = "every other element (stride 2)", base = { 11, 2 }, make = function(b) return b:select(2, 2) end, drops = 1 },
+  { name = "transposed narrow of 4x9x3", base = { 4, 9, 3 }, make = function(b) return b:narrow(2, 3, 5):transpose(2, 3) end },
+}
+
 -- The same values laid out as a row (dim 2 of 1xN), a column (dim 1 of Nx1) and the first column
 -- of a wide tensor: a list of { kind, tensor, dim }. H.first_line reads a result's first line.
 function H.line_layouts(values, dev, dtype)
@@ -408,6 +509,13 @@ end
 -- Tolerances for a scan result of dtype odt along a line of len elements.
 function H.tol(odt, op, len)
   len = math.max(len or 1, 1)
+  if op == "lse" then
+    -- each step of the float64 fold rounds once, to an ulp of the running value (inputs of up to
+    -- 2^5 or so in the specs): a result near 0 keeps those absolute errors; a float32 result within
+    -- 1e-6 (the contract), the 2-byte floats within their rounding
+    if odt == "float64" then return 1e-14 * len, 1e-14 * len end
+    if odt == "float32" then return 1e-6, 1e-12 end
+  end
   if odt == "float64" then return 1e-12 * len, 1e-12 * len end
   -- an ulp of the output, relative (its rounding, or two devices' roundings a tie apart), and the
   -- least denormal
@@ -441,10 +549,13 @@ function H.assert_int_equal(expected, actual)
   end
 end
 
--- Compares a scan result against the oracle's table, by dtype.
+-- Compares a scan result against the oracle's table, by dtype: integers exactly, the values of max
+-- and min bit for bit (zeros with their signs), other floats within H.tol.
 function H.assert_result(expected, actual, odt, op, len)
   if INT[odt] then
     H.assert_int_equal(expected, actual)
+  elseif op == "max" or op == "min" then
+    assert.tensor_equal(expected, actual, { strict = true })
   else
     local rtol, atol = H.tol(odt, op, len)
     assert.tensor_near(expected, actual, rtol, atol)
@@ -473,15 +584,26 @@ local FUZZ_PAIRS = {
   prod = { { "float32", "float32" }, { "float32", "float64" }, { "float64", "float64" }, { "int32", "int32" },
            { "int32", "int64" }, { "int64", "int64" } },
 }
+FUZZ_PAIRS.lse = { { "float32", "float32" }, { "float32", "float64" }, { "float64", "float64" } }
 for _, half in ipairs({ "float16", "bfloat16" }) do
   for _, out in ipairs({ half, "float32", "float64" }) do
     table.insert(FUZZ_PAIRS.sum, { half, out })
     table.insert(FUZZ_PAIRS.prod, { half, out })
+    table.insert(FUZZ_PAIRS.lse, { half, out })
   end
 end
+FUZZ_PAIRS.max = {}
+for _, d in ipairs({ "float32", "float64", "float16", "bfloat16", "int32", "int64", "bool" }) do
+  table.insert(FUZZ_PAIRS.max, { d, d })
+end
+FUZZ_PAIRS.min = FUZZ_PAIRS.max
+H.FUZZ_PAIRS = FUZZ_PAIRS
+local FUZZ_OPS = { "sum", "sum", "prod", "prod", "max", "min", "lse" }
+H.FN = { sum = "cumsum", prod = "cumprod", max = "cummax", min = "cummin", lse = "logcumsumexp" }
 
 -- A random case: a base shape of 1..max_dims dims (one length may reach max_len, the rest stay
--- small), at most `cap` elements, a view of it, a dim, op, dtypes, flags and the kind of out.
+-- small), at most `cap` elements, a view of it, a dim, op (sums and products twice as often as
+-- max, min and logsumexp), dtypes, flags (reverse, exclusive, mask, reset) and the kind of out.
 function H.random_case(rng, cap, max_dims, max_len)
   max_dims, max_len = max_dims or 5, max_len or 5000
   local c = {}
@@ -520,10 +642,10 @@ function H.random_case(rng, cap, max_dims, max_len)
     c.dim = rng:int(1, xnd)
     if rng:bool(0.3) then c.dim = c.dim - xnd - 1 end
   end
-  c.op = rng:bool(0.5) and "sum" or "prod"
+  c.op = rng:pick(FUZZ_OPS)
   local pair = rng:pick(FUZZ_PAIRS[c.op])
   c.dtype, c.odtype = pair[1], pair[2]
-  c.reverse, c.exclusive, c.masked = rng:bool(0.5), rng:bool(0.5), rng:bool(0.5)
+  c.reverse, c.exclusive, c.masked, c.reset = rng:bool(0.5), rng:bool(0.5), rng:bool(0.5), rng:bool(0.3)
   -- out: none, a poisoned tensor, x itself, the case's view of a poisoned buffer (whose other
   -- elements must stay poisoned), or that view holding x's values and scanned in place
   c.out = rng:pick({ "new", "poisoned", "inplace", "view", "inplace view" })
@@ -548,57 +670,74 @@ function H.case_text(c)
   if v == "transpose" then v = ("transpose(%d, %d)"):format(c.d1, c.d2)
   elseif v == "narrow" then v = ("narrow(%d, %d, %d)"):format(c.d1, c.start, c.length)
   elseif v == "select" then v = ("select(%d, %d)"):format(c.d1, c.index) end
-  return ("%s %s->%s base {%s} view %s dim %s%s%s%s out=%s seed=%d"):format(
-    c.op == "sum" and "cumsum" or "cumprod", c.dtype, c.odtype, table.concat(c.base, ", "), v,
-    tostring(c.dim), c.reverse and " reverse" or "", c.exclusive and " exclusive" or "",
-    c.masked and " masked" or "", c.out, c.seed)
+  return ("%s %s->%s base {%s} view %s dim %s%s%s%s%s out=%s seed=%d"):format(
+    H.FN[c.op], c.dtype, c.odtype, table.concat(c.base, ", "), v, tostring(c.dim), c.reverse and " reverse" or "",
+    c.exclusive and " exclusive" or "", c.masked and " masked" or "", c.reset and " reset" or "", c.out, c.seed)
 end
 
 -- Inputs for a case, built on the CPU from cuscan's own generator (values suited to dtype and
--- op), then viewed. Returns x and mask (CPU).
+-- op), then viewed. Returns x, mask and reset (CPU; nil where the case has none).
 function H.case_inputs(c)
   local base = cs.rand(c.base, { seed = c.seed, dtype = "float64", device = "cpu" })
   local x
   if c.dtype == "bool" then x = base:lt(0.5)
+  elseif c.op == "max" or c.op == "min" then
+    -- -4..3: ties everywhere; a NaN now and then in floats
+    x = (base * 8):to("int32"):to(c.dtype) - 4
+    if H.is_int_dtype[c.dtype] == nil then x = cs.where(base:gt(0.998), 0 / 0, x) end
   elseif c.dtype == "int32" or c.dtype == "int64" then
     -- products: odd values -3, -1, 1, 3 (never 0, so lines stay interesting); sums: -1000..999
     x = c.op == "prod" and ((base * 4):to(c.dtype) * 2 - 3) or (base * 2000 - 1000):to(c.dtype)
   elseif c.op == "prod" then x = (base * 0.5 + 0.75):to(c.dtype)
+  elseif c.op == "lse" then x = (base * 40 - 20):to(c.dtype)
   else x = (base * 2 - 1):to(c.dtype) end
   local m = cs.rand(c.base, { seed = c.seed + 1, device = "cpu" }):lt(0.7)
-  x, m = H.apply_view(c, x), H.apply_view(c, m)
-  return x, c.masked and m or nil
+  local r = cs.rand(c.base, { seed = c.seed + 2, device = "cpu" }):lt(0.1)
+  x, m, r = H.apply_view(c, x), H.apply_view(c, m), H.apply_view(c, r)
+  return x, c.masked and m or nil, c.reset and r or nil
 end
 
--- Runs the case's scan on x (on x's device): returns the result tensor. Where out is a view of a
--- poisoned buffer, checks that the scan wrote nothing outside the view.
-function H.run_case(c, x, mask)
-  local fn = c.op == "sum" and "cumsum" or "cumprod"
-  local opts = { reverse = c.reverse, exclusive = c.exclusive, mask = mask, dtype = c.odtype }
-  local poison, buf = H.poison(c.odtype), nil
+-- Runs the case's scan on x (on x's device): returns the result tensor (and, for max and min, the
+-- indices). Where out is a view of a poisoned buffer, checks that the scan wrote nothing outside
+-- the view.
+function H.run_case(c, x, mask, reset)
+  local indexed = c.op == "max" or c.op == "min"
+  local opts = { reverse = c.reverse, exclusive = c.exclusive, mask = mask, reset = reset,
+                 dtype = not indexed and c.odtype or nil }
+  local poison, buf, ibuf = H.poison(c.odtype), nil, nil
+  local function outputs(v, i) if indexed then return { v, i } end return v end
   if c.out == "poisoned" then
-    opts.out = cs.full(x:shape(), poison, { dtype = c.odtype, device = x.device })
+    opts.out = outputs(cs.full(x:shape(), poison, { dtype = c.odtype, device = x.device }),
+                       cs.full(x:shape(), -777, { dtype = "int64", device = x.device }))
   elseif c.out == "inplace" then
     x = x:clone()
-    opts.out = x
+    opts.out = outputs(x, cs.full(x:shape(), -777, { dtype = "int64", device = x.device }))
   elseif c.out == "view" or c.out == "inplace view" then
     buf = cs.full(c.base, poison, { dtype = c.odtype, device = x.device })
-    opts.out = H.apply_view(c, buf)
+    ibuf = indexed and cs.full(c.base, -777, { dtype = "int64", device = x.device }) or nil
+    local v = H.apply_view(c, buf)
     if c.out == "inplace view" then
-      opts.out:copy(x)
-      x = opts.out
+      v:copy(x)
+      x = v
+    end
+    opts.out = outputs(v, ibuf and H.apply_view(c, ibuf))
+  end
+  local y, i = cs[H.FN[c.op]](x, c.dim, opts)
+  if opts.out then
+    assert.is_true(rawequal(y, indexed and opts.out[1] or opts.out))
+    if indexed then assert.is_true(rawequal(i, opts.out[2])) end
+  end
+  for _, bp in ipairs({ { buf, poison }, { ibuf, -777 } }) do
+    local b, p = bp[1], bp[2]
+    if b then
+      local outside = cs.full(c.base, true, { device = x.device })
+      H.apply_view(c, outside):fill(false)
+      local changed = p ~= p and b:eq(b) or b:ne(p)
+      local n = changed:logical_and(outside):sum()
+      if n ~= 0 then error(("the scan wrote %d elements outside its out view"):format(n), 2) end
     end
   end
-  local y = cs[fn](x, c.dim, opts)
-  if opts.out then assert.is_true(rawequal(y, opts.out)) end
-  if buf then
-    local outside = cs.full(c.base, true, { device = x.device })
-    H.apply_view(c, outside):fill(false)
-    local changed = poison ~= poison and buf:eq(buf) or buf:ne(poison)
-    local n = changed:logical_and(outside):sum()
-    if n ~= 0 then error(("the scan wrote %d elements outside its out view"):format(n), 2) end
-  end
-  return y
+  return y, i
 end
 
 -- The length of the scanned dim of x for case c.

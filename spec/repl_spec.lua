@@ -120,6 +120,10 @@ describe("the option names help knows", function()
     ["cs.arange"] = function(o) return cs.arange(3, o) end,
     ["cs.cumsum"] = function(o) return cs.cumsum(x, 1, o) end,
     ["cs.cumprod"] = function(o) return cs.cumprod(x, 1, o) end,
+    ["cs.cummax"] = function(o) return cs.cummax(x, 1, o) end,
+    ["cs.cummin"] = function(o) return cs.cummin(x, 1, o) end,
+    ["cs.logcumsumexp"] = function(o) return cs.logcumsumexp(x, 1, o) end,
+    ["cs.segment_ids_to_reset"] = function(o) return cs.segment_ids_to_reset(x:to("int64"), 1, o) end,
     ["cs.explain"] = function(o) return cs.explain(x, 1, o) end,
     ["x:reverse_cumsum"] = function(o) return x:reverse_cumsum(1, o) end,
     ["x:masked_cumsum"] = function(o) return x:masked_cumsum(m, 1, o) end,
@@ -184,7 +188,7 @@ describe("tab completion", function()
     end
     assert.same({ "spec_tensor.data_ptr", "spec_tensor.device", "spec_tensor.dim", "spec_tensor.div",
                   "spec_tensor.dtype" }, complete("print(spec_tensor.d"))
-    assert.same({ "cs.cumprod", "cs.cumsum" }, complete("cs.cum"))
+    assert.same({ "cs.cummax", "cs.cummin", "cs.cumprod", "cs.cumsum" }, complete("cs.cum"))
     rawset(_G, "spec_tensor", nil)
     rawset(_G, "cs", had_cs)
   end)
@@ -204,7 +208,9 @@ describe("tab completion", function()
 
   it("completes the option names of the call being typed, at a key's place", function()
     assert.same({ "exclusive" }, complete("x:cumsum(2, {ex"))
-    assert.same({ "dtype", "exclusive", "mask", "out", "reverse" }, complete("x:cumsum(2, {reverse = true, "))
+    assert.same({ "dtype", "exclusive", "mask", "out", "reset", "reverse", "segments" },
+                complete("x:cumsum(2, {reverse = true, "))
+    assert.same({ "reset", "reverse" }, complete("x:cummax(2, {re"))
     assert.same({ "out" }, complete("cs.cumsum(x, 1, {mask = m:logical_and(x:gt(1)), o"))
     assert.same({ "device", "dtype", "seed" }, complete("cs.rand({2, 3}, {"))
     assert.same({ "device", "dtype" }, complete("x:to{d"))

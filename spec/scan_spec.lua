@@ -94,14 +94,7 @@ H.each_device("scans along every dim", function(dev, it)
 end)
 
 -- Views: x is not contiguous; the mask and out are views too.
-local VIEWS = {
-  { name = "transposed 6x5", base = { 6, 5 }, make = function(b) return b:transpose(1, 2) end },
-  { name = "narrowed 7x9 -> 5x6", base = { 7, 9 }, make = function(b) return b:narrow(2, 2, 6):narrow(1, 2, 5) end },
-  { name = "3-D with dims 1 and 3 swapped", base = { 3, 4, 5 }, make = function(b) return b:transpose(1, 3) end },
-  { name = "selected middle of 4x5x6", base = { 4, 5, 6 }, make = function(b) return b:select(2, 3) end },
-  { name = "every other element (stride 2)", base = { 11, 2 }, make = function(b) return b:select(2, 2) end },
-  { name = "transposed narrow of 4x9x3", base = { 4, 9, 3 }, make = function(b) return b:narrow(2, 3, 5):transpose(2, 3) end },
-}
+local VIEWS = H.VIEWS
 local VIEW_PAIRS = {
   sum = { { "float32", "float32" }, { "float64", "float64" }, { "int32", "int64" }, { "bool", "int64" } },
   prod = { { "float32", "float32" }, { "int64", "int64" } },
@@ -113,7 +106,7 @@ H.each_device("scans of non-contiguous views", function(dev, it)
       for _, pair in ipairs(VIEW_PAIRS[op]) do
         for _, flags in ipairs(FLAGS) do
           local idt, odt = pair[1], pair[2]
-          local nd = #v.base - ((v.name:find("selected") or v.name:find("stride 2")) and 1 or 0)
+          local nd = #v.base - (v.drops or 0)
           for dim = 1, nd do
             local name = ("%s %s->%s dim %d of %s %s"):format(FN[op], idt, odt, dim, v.name, flag_text(flags))
             it(name, function()

@@ -6,7 +6,8 @@
  *
  * DESCRIPTION
  *     cuscan keeps n-dimensional tensors (up to CS_MAX_DIMS dims) in host or CUDA device memory and
- *     runs cumulative sums and products along any dim on either device. A tensor handle (cs_tensor)
+ *     runs cumulative sums, products, maxima and minima (with indices) and log-sum-exps along any
+ *     dim on either device, segmented too (cs_scan_with). A tensor handle (cs_tensor)
  *     is a view: dtype, device, shape, strides and a storage offset over a reference-counted storage.
  *     Several handles may share one storage; the storage goes away with its last handle.
  *
@@ -258,19 +259,23 @@ typedef struct cs_scan_args {
  *           log-sum-exp (stable for inputs near the dtype's maximum). -inf is the identity: an
  *           all -inf prefix, a masked-out element and an exclusive scan's empty prefix give -inf;
  *           NaN propagates; +inf gives +inf.
- *   mask    a masked-out element is skipped: it reads as the op's neutral value (0, 1, the identity
- *           of max/min, -inf).
+ *   mask    a masked-out element is skipped: sums and products read it as +0.0 (0) or 1, as
+ *           cs_scan does; max, min and logsumexp leave their running value and index as they were.
  *   reset   the scan restarts at every element where reset is true, in the scan's direction: the
  *           element is the first of a new segment, so a forward scan's segment runs from a true
  *           reset up to the element before the next true reset, and a reverse scan's runs from a
- *           true reset down to the element after the previous true one (reading from the end).
- *           An exclusive scan gives the empty prefix at each segment's first element. A masked-out
- *           element still starts its segment. reset may be the same tensor as mask.
+ *           true reset down to the element just above the next true reset below it (the next one
+ *           met reading from the end). The first element met (index 0 forward, len - 1 reversed)
+ *           starts a segment whatever reset says there. An exclusive scan gives the empty prefix
+ *           (index 0 for max and min) at each segment's first element. A masked-out element still
+ *           starts its segment. reset may be the same tensor as mask.
  *   indices only with CS_SCAN_MAX / CS_SCAN_MIN; must not overlap x, out, mask or reset.
  * out may be x itself; reset and mask must not overlap out. Deterministic as cs_scan. */
 cs_status cs_scan_with(cs_tensor *out, const cs_tensor *x, int dim, cs_scan_op op, const cs_scan_args *args);
 
-/* cs_scan_explain for cs_scan_with's arguments (args may be NULL). */
+/* cs_scan_explain for cs_scan_with's arguments (args may be NULL). Without out, the plan is for the
+ * fresh outputs a scan would be given: for CS_SCAN_MAX and CS_SCAN_MIN without args->indices, values
+ * and int64 indices, both laid out as cs_empty_like(x) lays them out. */
 cs_status cs_scan_explain_with(char *buf, size_t n, const cs_tensor *x, int dim, cs_scan_op op,
                                const cs_scan_args *args, const cs_tensor *out, cs_dtype out_dtype);
 

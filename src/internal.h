@@ -74,8 +74,9 @@ cs_status cs_cuda_event_elapsed(void *start, void *end, double *ms);
 /* ---- layout helpers (layout.c) ---- */
 enum { CS_MAX_OPERANDS = 5 };
 
-/* Dims shared by up to three operands, with per-operand strides, after size-1 dims are dropped and
- * neighbours that are contiguous in every operand are merged. Dim order is outermost first. */
+/* Dims shared by up to CS_MAX_OPERANDS operands, with per-operand strides, after size-1 dims are
+ * dropped and neighbours that are contiguous in every operand are merged. Dim order is outermost
+ * first. */
 typedef struct cs_iter {
     int ndim;
     int64_t shape[CS_MAX_DIMS];
@@ -160,6 +161,7 @@ typedef struct cs_reduce_plan {
 
 /* ---- backends: the CPU (src/cpu/) and CUDA (kernels/; src/no_cuda.c without CUDA) ---- */
 cs_status cs_cpu_scan(const cs_scan_plan *p);
+cs_status cs_cpu_scan_general(const cs_scan_plan *p); /* every op, reset and indices: cpu/scan_general.c */
 cs_status cs_cpu_elementwise(const cs_elementwise_plan *p);
 void cs_cpu_copy_bytes(void *dst, const void *src, size_t bytes); /* memcpy on every core */
 cs_status cs_cpu_reduce(const cs_reduce_plan *p);

@@ -29,16 +29,44 @@ static void shape_str(const cs_tensor *t, char *buf, size_t n)
     if (t->ndim == 0) snprintf(buf, n, "scalar");
 }
 
-static cs_status check_scan_args(const cs_tensor *out, const cs_tensor *x, int dim, cs_scan_op op,
-                                 const cs_tensor *mask)
+/* The op's name as the Lua module calls it. */
+static const char *op_name(cs_scan_op op)
 {
+    static const char *const names[] = { "cumsum", "cumprod", "cummax", "cummin", "logcumsumexp" };
+    return (unsigned)op < sizeof names / sizeof names[0] ? names[op] : "scan";
+}
+
+/* t, an operand that goes with x (mask, reset, indices): of dtype, on x's device, of x's shape. */
+static cs_status check_like_x(const cs_tensor *t, const cs_tensor *x, cs_dtype dtype, const char *what)
+{
+    char a[128], b[128];
+    if (t->dtype != dtype)
+        return cs_fail(CS_ERR_ARGUMENT, "%s: expected a %s tensor, got %s", what, cs_dtype_name(dtype), cs_dtype_name(t->dtype));
+    if (t->device != x->device) return cs_fail(CS_ERR_ARGUMENT, "%s: expected a tensor on x's device", what);
+    if (!same_shape(t, x)) {
+        shape_str(x, a, sizeof a);
+        shape_str(t, b, sizeof b);
+        return cs_fail(CS_ERR_ARGUMENT, "%s: expected shape %s (x's), got %s", what, a, b);
+    }
+    return CS_OK;
+}
+
+static cs_status check_scan_args(const cs_tensor *out, const cs_tensor *x, int dim, cs_scan_op op,
+                                 const cs_scan_args *args)
+{
+    const cs_tensor *mask = args->mask, *reset = args->reset, *indices = args->indices;
     cs_status st;
     if ((st = cs_check_usable(x, "x"))) return st;
     if ((st = cs_check_usable(out, "out"))) return st;
     if (mask && (st = cs_check_usable(mask, "mask"))) return st;
+    if (reset && (st = cs_check_usable(reset, "reset"))) return st;
+    if (indices && (st = cs_check_usable(indices, "indices"))) return st;
     if ((st = cs_check_writable(out, "out"))) return st;
+    if (indices && (st = cs_check_writable(indices, "indices"))) return st;
     char a[128], b[128];
-    if (op != CS_SCAN_SUM && op != CS_SCAN_PROD) return cs_fail(CS_ERR_ARGUMENT, "op: unknown scan op %d", (int)op);
+    if ((unsigned)op > CS_SCAN_LOGSUMEXP) return cs_fail(CS_ERR_ARGUMENT, "op: unknown scan op %d", (int)op);
+    if (args->flags & ~(unsigned)(CS_SCAN_REVERSE | CS_SCAN_EXCLUSIVE))
+        return cs_fail(CS_ERR_ARGUMENT, "flags: unknown flags 0x%x", args->flags & ~(unsigned)(CS_SCAN_REVERSE | CS_SCAN_EXCLUSIVE));
     if (dim < 0 || dim >= x->ndim)
         return cs_fail(CS_ERR_ARGUMENT, "dim: %d is out of range for a tensor of %d dims", dim, x->ndim);
     if (out->device != x->device) return cs_fail(CS_ERR_ARGUMENT, "out: expected a tensor on x's device");
@@ -48,47 +76,65 @@ static cs_status check_scan_args(const cs_tensor *out, const cs_tensor *x, int d
         return cs_fail(CS_ERR_ARGUMENT, "out: expected shape %s (x's), got %s", a, b);
     }
     if (!cs_scan_supported(op, x->dtype, out->dtype))
-        return cs_fail(CS_ERR_UNSUPPORTED, "%s of %s into %s is not supported", op == CS_SCAN_SUM ? "cumsum" : "cumprod",
-                       cs_dtype_name(x->dtype), cs_dtype_name(out->dtype));
+        return cs_fail(CS_ERR_UNSUPPORTED, "%s of %s into %s is not supported", op_name(op), cs_dtype_name(x->dtype),
+                       cs_dtype_name(out->dtype));
     if (mask) {
-        if (mask->dtype != CS_BOOL) return cs_fail(CS_ERR_ARGUMENT, "mask: expected a bool tensor, got %s", cs_dtype_name(mask->dtype));
-        if (mask->device != x->device) return cs_fail(CS_ERR_ARGUMENT, "mask: expected a tensor on x's device");
-        if (!same_shape(mask, x)) {
-            shape_str(x, a, sizeof a);
-            shape_str(mask, b, sizeof b);
-            return cs_fail(CS_ERR_ARGUMENT, "mask: expected shape %s (x's), got %s", a, b);
-        }
+        if ((st = check_like_x(mask, x, CS_BOOL, "mask"))) return st;
         if (cs_tensor_overlap(out, mask)) return cs_fail(CS_ERR_ARGUMENT, "out: must not overlap mask");
+    }
+    if (reset) {
+        if ((st = check_like_x(reset, x, CS_BOOL, "reset"))) return st;
+        if (cs_tensor_overlap(out, reset)) return cs_fail(CS_ERR_ARGUMENT, "out: must not overlap reset");
+    }
+    if (indices) {
+        if (op != CS_SCAN_MAX && op != CS_SCAN_MIN)
+            return cs_fail(CS_ERR_ARGUMENT, "indices: only cummax and cummin give indices, not %s", op_name(op));
+        if ((st = check_like_x(indices, x, CS_INT64, "indices"))) return st;
+        const cs_tensor *others[] = { x, out, mask, reset };
+        const char *names[] = { "x", "out", "mask", "reset" };
+        for (int i = 0; i < 4; i++)
+            if (others[i] && cs_tensor_overlap(indices, others[i]))
+                return cs_fail(CS_ERR_ARGUMENT, "indices: must not overlap %s", names[i]);
     }
     if (cs_tensor_overlap(out, x) == 2)
         return cs_fail(CS_ERR_ARGUMENT, "out: overlaps x partially (only out = x itself is allowed)");
     return CS_OK;
 }
 
-/* The dim whose unit strides let neighbouring lines be read together, or -1. */
-static int pick_inner(const cs_tensor *const ops[3], int dim, int masked)
+/* The operands of a scan in the order of enum cs_scan_operand; an absent one stands in as x. */
+typedef struct scan_operands {
+    const cs_tensor *t[CS_MAX_OPERANDS];
+    int present[CS_MAX_OPERANDS];
+} scan_operands;
+
+/* The dim whose unit strides let neighbouring lines be read together, or -1. Unit strides weigh by
+ * what the operand costs: x's most, then the outputs', then the byte-sized mask's and reset's. */
+static int pick_inner(const scan_operands *ops, int dim)
 {
-    const cs_tensor *x = ops[0], *m = ops[1], *o = ops[2];
+    static const int weight[CS_MAX_OPERANDS] = { 16, 2, 8, 1, 4 };
+    const cs_tensor *x = ops->t[CS_OPND_X];
     int best = -1, best_score = 0;
     for (int d = 0; d < x->ndim; d++) {
         if (d == dim || x->shape[d] <= 1) continue;
-        int score = (x->strides[d] == 1) * 4 + (o->strides[d] == 1) * 2 + (masked && m->strides[d] == 1);
+        int score = 0;
+        for (int o = 0; o < CS_MAX_OPERANDS; o++)
+            if (ops->present[o] && ops->t[o]->strides[d] == 1) score += weight[o];
         if (score > best_score) { best = d; best_score = score; }
     }
     return best;
 }
 
-/* The flat form (internal.h): x, mask and out have the same strides over their dims of size > 1,
+/* The flat form (internal.h): every operand present has x's strides over the dims of size > 1,
  * and x covers its elements densely in some dim order. Then the dims whose strides are smaller than
  * the scanned dim's make up `inner` and the larger ones `outer`. */
-static int flat_form(const cs_tensor *const ops[3], int nops, int dim, int64_t *outer, int64_t *inner)
+static int flat_form(const scan_operands *ops, int dim, int64_t *outer, int64_t *inner)
 {
-    const cs_tensor *x = ops[0];
+    const cs_tensor *x = ops->t[CS_OPND_X];
     int dims[CS_MAX_DIMS], nd = 0;
     for (int d = 0; d < x->ndim; d++) {
         if (x->shape[d] == 1) continue;
-        for (int o = 1; o < nops; o++)
-            if (ops[o]->strides[d] != x->strides[d]) return 0;
+        for (int o = 1; o < CS_MAX_OPERANDS; o++)
+            if (ops->present[o] && ops->t[o]->strides[d] != x->strides[d]) return 0;
         dims[nd++] = d;
     }
     /* dense: sorted by stride, each stride is the product of the sizes inside it */
@@ -166,93 +212,136 @@ static int env_log(void)
 }
 
 static cs_status plan_scan(cs_scan_plan *p, cs_tensor *out, const cs_tensor *x, int dim, cs_scan_op op,
-                           unsigned flags, const cs_tensor *mask)
+                           const cs_scan_args *args)
 {
-    cs_status st = check_scan_args(out, x, dim, op, mask);
+    cs_status st = check_scan_args(out, x, dim, op, args);
     if (st) return st;
-    const cs_tensor *ops[3] = { x, mask ? mask : x, out };
+    scan_operands ops = { .t = { x, args->mask, out, args->reset, args->indices } };
+    for (int o = 0; o < CS_MAX_OPERANDS; o++) {
+        ops.present[o] = ops.t[o] != NULL;
+        if (!ops.t[o]) ops.t[o] = x;
+    }
     memset(p, 0, sizeof *p);
     p->op = op;
-    p->reverse = (flags & CS_SCAN_REVERSE) != 0;
-    p->exclusive = (flags & CS_SCAN_EXCLUSIVE) != 0;
+    p->reverse = (args->flags & CS_SCAN_REVERSE) != 0;
+    p->exclusive = (args->flags & CS_SCAN_EXCLUSIVE) != 0;
     p->in_dtype = x->dtype;
     p->out_dtype = out->dtype;
     p->x = cs_tensor_ptr(x);
-    p->mask = mask ? (const unsigned char *)cs_tensor_ptr(mask) : NULL;
+    p->mask = args->mask ? (const unsigned char *)cs_tensor_ptr(args->mask) : NULL;
     p->out = cs_tensor_ptr(out);
+    p->reset = args->reset ? (const unsigned char *)cs_tensor_ptr(args->reset) : NULL;
+    p->indices = args->indices ? (int64_t *)cs_tensor_ptr(args->indices) : NULL;
     p->len = x->shape[dim];
     p->force = env_force();
     p->log = env_log();
-    for (int o = 0; o < 3; o++) p->scan_stride[o] = p->len == 1 ? 1 : ops[o]->strides[dim];
+    for (int o = 0; o < CS_MAX_OPERANDS; o++) p->scan_stride[o] = p->len == 1 ? 1 : ops.t[o]->strides[dim];
 
-    const cs_tensor *flat_ops[3] = { x, out, mask };
-    p->flat = flat_form(flat_ops, mask ? 3 : 2, dim, &p->flat_outer, &p->flat_inner);
+    p->flat = flat_form(&ops, dim, &p->flat_outer, &p->flat_inner);
 
-    int unit_scan = p->scan_stride[0] == 1 && p->scan_stride[2] == 1 && (!mask || p->scan_stride[1] == 1);
+    int unit_scan = 1;
+    for (int o = 0; o < CS_MAX_OPERANDS; o++)
+        if (ops.present[o] && p->scan_stride[o] != 1) unit_scan = 0;
     int inner = -1;
     if (!unit_scan) {
-        inner = pick_inner(ops, dim, mask != NULL);
+        inner = pick_inner(&ops, dim);
         /* a line of unit stride in x or out still reads better walked along than across */
         if (inner >= 0 && x->strides[inner] != 1 && out->strides[inner] != 1 &&
-            (p->scan_stride[0] == 1 || p->scan_stride[2] == 1))
+            (p->scan_stride[CS_OPND_X] == 1 || p->scan_stride[CS_OPND_OUT] == 1))
             inner = -1;
     }
     p->layout = inner >= 0 ? CS_LAYOUT_COLUMNS : CS_LAYOUT_ROWS;
     p->inner = 1;
 
     /* the outer dims: everything but dim (and inner, hidden as a size-1 dim) */
-    cs_tensor shadow[3];
-    const cs_tensor *sp[3];
-    for (int o = 0; o < 3; o++) {
-        shadow[o] = *ops[o];
+    cs_tensor shadow[CS_MAX_OPERANDS];
+    const cs_tensor *sp[CS_MAX_OPERANDS];
+    for (int o = 0; o < CS_MAX_OPERANDS; o++) {
+        shadow[o] = *ops.t[o];
         if (inner >= 0) {
-            p->inner_stride[o] = ops[o]->strides[inner];
+            p->inner_stride[o] = ops.t[o]->strides[inner];
             shadow[o].shape[inner] = 1;
         }
         sp[o] = &shadow[o];
     }
     if (inner >= 0) p->inner = x->shape[inner];
-    cs_iter_build(&p->outer, 3, sp, dim);
+    cs_iter_build(&p->outer, CS_MAX_OPERANDS, sp, dim);
     p->nouter = cs_iter_numel(&p->outer);
+    return CS_OK;
+}
+
+/* The CUDA kernels run sums and products without reset or indices so far: the rest is refused here
+ * rather than left to kernels that would ignore it. Goes when the kernels take them. */
+static cs_status cuda_handles(const cs_scan_plan *p)
+{
+    if (p->op != CS_SCAN_SUM && p->op != CS_SCAN_PROD)
+        return cs_fail(CS_ERR_UNSUPPORTED, "%s is not supported on CUDA yet", op_name(p->op));
+    if (p->reset)
+        return cs_fail(CS_ERR_UNSUPPORTED, "reset: segmented scans are not supported on CUDA yet");
+    if (p->indices) return cs_fail(CS_ERR_UNSUPPORTED, "indices: not supported on CUDA yet");
     return CS_OK;
 }
 
 static cs_status run_plan(const cs_scan_plan *p, cs_device device)
 {
-    return device == CS_CUDA ? cs_cuda_scan(p) : cs_cpu_scan(p);
+    if (device != CS_CUDA) return cs_cpu_scan(p);
+    cs_status st = cuda_handles(p);
+    return st ? st : cs_cuda_scan(p);
 }
 
-cs_status cs_scan(cs_tensor *out, const cs_tensor *x, int dim, cs_scan_op op, unsigned flags,
-                  const cs_tensor *mask)
+static const cs_scan_args no_args;
+
+cs_status cs_scan_with(cs_tensor *out, const cs_tensor *x, int dim, cs_scan_op op, const cs_scan_args *args)
 {
     cs_scan_plan p;
-    cs_status st = plan_scan(&p, out, x, dim, op, flags, mask);
+    cs_status st = plan_scan(&p, out, x, dim, op, args ? args : &no_args);
     if (st) return st;
     if (cs_tensor_numel(x) == 0) return CS_OK;
     return run_plan(&p, x->device);
 }
 
-cs_status cs_scan_explain(char *buf, size_t n, const cs_tensor *x, int dim, cs_scan_op op, unsigned flags,
-                          const cs_tensor *mask, const cs_tensor *out, cs_dtype out_dtype)
+cs_status cs_scan(cs_tensor *out, const cs_tensor *x, int dim, cs_scan_op op, unsigned flags,
+                  const cs_tensor *mask)
+{
+    const cs_scan_args args = { .flags = flags, .mask = mask };
+    return cs_scan_with(out, x, dim, op, &args);
+}
+
+/* A tensor laid out as cs_empty_like(x, dtype) lays it out, over a storage that is never touched:
+ * what explain describes in place of an output it was not given. */
+static void fresh_like(cs_tensor *t, cs_storage *none, const cs_tensor *x, cs_dtype dtype)
+{
+    *none = (cs_storage){ .refcount = 1, .device = x->device, .data = (void *)(uintptr_t)4096 };
+    *t = *x;
+    t->storage = none;
+    t->dtype = dtype;
+    t->offset = 0;
+    cs_like_strides(x, t->strides);
+}
+
+cs_status cs_scan_explain_with(char *buf, size_t n, const cs_tensor *x, int dim, cs_scan_op op,
+                               const cs_scan_args *args, const cs_tensor *out, cs_dtype out_dtype)
 {
     if (!buf || n == 0) return cs_fail(CS_ERR_ARGUMENT, "buf: expected a buffer");
     buf[0] = 0;
     cs_status st = cs_check_usable(x, "x");
     if (st) return st;
-    /* without out: the output cs_empty_like(x, out_dtype) would make, described without memory */
-    cs_storage none = { .refcount = 1, .device = x->device, .data = (void *)(uintptr_t)4096 };
-    cs_tensor fresh = *x;
+    cs_scan_args a = args ? *args : no_args;
+    cs_storage none_out, none_indices;
+    cs_tensor fresh_out, fresh_indices;
     if (!out) {
         if ((unsigned)out_dtype >= CS_NUM_DTYPES)
             return cs_fail(CS_ERR_ARGUMENT, "out_dtype: unknown dtype %d", (int)out_dtype);
-        fresh.storage = &none;
-        fresh.dtype = out_dtype;
-        fresh.offset = 0;
-        cs_like_strides(x, fresh.strides);
-        out = &fresh;
+        fresh_like(&fresh_out, &none_out, x, out_dtype);
+        out = &fresh_out;
+        /* the outputs cummax and cummin make: values and indices */
+        if ((op == CS_SCAN_MAX || op == CS_SCAN_MIN) && !a.indices) {
+            fresh_like(&fresh_indices, &none_indices, x, CS_INT64);
+            a.indices = &fresh_indices;
+        }
     }
     cs_scan_plan p;
-    if ((st = plan_scan(&p, (cs_tensor *)out, x, dim, op, flags, mask))) return st;
+    if ((st = plan_scan(&p, (cs_tensor *)out, x, dim, op, &a))) return st;
     if (cs_tensor_numel(x) == 0) {
         snprintf(buf, n, "nothing to do (no elements)");
         return CS_OK;
@@ -261,4 +350,11 @@ cs_status cs_scan_explain(char *buf, size_t n, const cs_tensor *x, int dim, cs_s
     p.explain_len = n;
     p.log = 0;
     return run_plan(&p, x->device);
+}
+
+cs_status cs_scan_explain(char *buf, size_t n, const cs_tensor *x, int dim, cs_scan_op op, unsigned flags,
+                          const cs_tensor *mask, const cs_tensor *out, cs_dtype out_dtype)
+{
+    const cs_scan_args args = { .flags = flags, .mask = mask };
+    return cs_scan_explain_with(buf, n, x, dim, op, &args, out, out_dtype);
 }

@@ -93,31 +93,75 @@ local ENTRIES = {
 
   { "Scans", { "cs.cumsum", "x:cumsum" }, "cs.cumsum(x, dim[, opts]) / x:cumsum(dim[, opts])",
     [[The cumulative sum of x along dim (1-based; negative counts from the end, -1 is the last dim).
-      opts = {reverse=false, exclusive=false, mask=nil, out=nil, dtype=nil}. reverse scans from the
-      end of the dim toward its start in one pass; exclusive gives each element the sum of the
-      elements strictly before it (after it when reversed), the first getting 0; mask is a bool
-      tensor of x's shape and device, and elements under false contribute 0 (a NaN or Inf there
-      never reaches the result); out is an existing tensor to write (out = x scans in place); dtype
-      is the output dtype (float16 or bfloat16 to float32 or float64, float32 to float64, int32 or
-      bool to int64). Without dtype the output has x's dtype (int64 for bool). Floats accumulate in
-      float64 on both devices and each output is rounded once (float32, float16 and bfloat16
-      outputs within 1 ulp of the true prefix); -0.0 is the identity of float sums, so a sum of
-      -0.0 is -0.0. Integer sums wrap around on overflow (accumulate in int64 with dtype). The
-      result is bit-identical from run to run.]],
-    [[dim out of range, zero or fractional; a mask of another shape, dtype or device; out of another
-      shape, dtype or device, an expanded view (x:expand), or out overlapping x other than being x
-      itself; an unsupported dtype pair; an unknown option; not enough memory.]] },
+      opts = {reverse=false, exclusive=false, mask=nil, reset=nil, segments=nil, out=nil,
+      dtype=nil}. reverse scans from the end of the dim toward its start in one pass; exclusive
+      gives each element the sum of the elements strictly before it (after it when reversed), the
+      first getting 0; mask is a bool tensor of x's shape and device, and elements under false
+      contribute 0 (a NaN or Inf there never reaches the result); reset is a bool tensor of x's
+      shape and device that makes the scan restart at every element where it is true (a segmented
+      scan: that element is the first of a new segment in the scan's direction, so a reverse scan
+      restarts where reset is true reading from the end); segments is an int32 or int64 tensor of
+      segment ids of x's shape, each run of equal ids along dim a segment whatever the direction
+      (the reset cs.segment_ids_to_reset gives, built first as a temporary that passing reset
+      avoids); out is an existing tensor to write (out = x scans in place); dtype is the output
+      dtype (float16 or bfloat16 to float32 or float64, float32 to float64, int32 or bool to
+      int64). Without dtype the output has x's dtype (int64 for bool). Floats accumulate in float64
+      on both devices and each output is rounded once (float32, float16 and bfloat16 outputs within
+      1 ulp of the true prefix); -0.0 is the identity of float sums, so a sum of -0.0 is -0.0.
+      Integer sums wrap around on overflow (accumulate in int64 with dtype). The result is
+      bit-identical from run to run.]],
+    [[dim out of range, zero or fractional; a mask or reset of another shape, dtype or device;
+      segments that are not int32 or int64 of x's shape and device; both reset and segments; out of
+      another shape, dtype or device, an expanded view (x:expand), out overlapping x other than
+      being x itself, or out overlapping mask or reset; an unsupported dtype pair; an unknown
+      option; not enough memory.]] },
   { "Scans", { "cs.cumprod", "x:cumprod" }, "cs.cumprod(x, dim[, opts]) / x:cumprod(dim[, opts])",
     [[The cumulative product of x along dim, with the options of cs.cumsum; the identity is 1
       (masked-out elements contribute 1, an exclusive scan starts from 1). Integer products wrap
       around on overflow.]],
     [[As for cs.cumsum; bool tensors are an error (convert first, e.g. x:to("int64")).]] },
+  { "Scans", { "cs.cummax", "x:cummax" }, "cs.cummax(x, dim[, opts]) / x:cummax(dim[, opts])",
+    [[The running maximum of x along dim and where it was found: returns two tensors, the values
+      (x's dtype: every dtype, bool too) and their 1-based int64 indices along dim (local v, i =
+      x:cummax(2)). Ties take the element met last in the scan's order (the larger index, the
+      smaller when reversed), as PyTorch's cummax does; a NaN is the maximum from where it appears
+      and every later NaN takes over, its index kept; -0.0 and +0.0 tie. opts = {reverse=false,
+      exclusive=false, mask=nil, reset=nil, segments=nil, out=nil}: reverse, exclusive, reset and
+      segments as for cs.cumsum; masked-out elements are skipped; out = {values, indices} writes
+      into two existing tensors (values of x's dtype, out[1] = x scans in place; int64 indices).
+      Where no element has been taken yet (an exclusive scan's first element of each segment,
+      masked-out elements before the first kept one) the value is the identity, -inf for floats,
+      the dtype's lowest value for integers and false for bool, and the index is 0.]],
+    [[As for cs.cumsum (no dtype option); out not a table of two tensors, indices not int64 or
+      overlapping x, the values, mask or reset.]] },
+  { "Scans", { "cs.cummin", "x:cummin" }, "cs.cummin(x, dim[, opts]) / x:cummin(dim[, opts])",
+    [[The running minimum of x along dim and its 1-based int64 indices, as cs.cummax with the order
+      reversed: ties take the element met last, NaN takes over, and the identity is +inf for
+      floats, the dtype's highest value for integers and true for bool.]],
+    [[As for cs.cummax.]] },
+  { "Scans", { "cs.logcumsumexp", "x:logcumsumexp" },
+    "cs.logcumsumexp(x, dim[, opts]) / x:logcumsumexp(dim[, opts])",
+    [[log(cumsum(exp(x))) along dim without its overflow: a running log-sum-exp accumulated in
+      float64 (each step the larger plus log1p(exp(-|a - b|))), so inputs near the dtype's maximum
+      give finite results. Float dtypes only; opts as for cs.cumsum (dtype: float16 or bfloat16 to
+      float32 or float64, float32 to float64). -inf is the identity: an all -inf prefix, a
+      masked-out element (skipped) and an exclusive scan's empty prefix give -inf; NaN propagates;
+      +inf gives +inf. float32 results are within 1e-6 relative of a float64 reference.]],
+    [[As for cs.cumsum; an integer or bool x (convert first, e.g. x:to("float32")).]] },
+  { "Scans", { "cs.segment_ids_to_reset" }, "cs.segment_ids_to_reset(ids, dim[, opts])",
+    [[The reset tensor of a segmented scan from segment ids: a new bool tensor of ids' shape, true
+      at the first element of each run of equal ids along dim (1-based) met in the scan's
+      direction: the element after a change of id, and each line's first element. opts =
+      {reverse=false}: reverse = true gives the reset a reverse scan needs (true at the last
+      element of each run). x:cumsum(dim, {segments = ids}) builds it for you.]],
+    [[ids not an int32 or int64 tensor; dim out of range; an unknown option.]] },
   { "Scans", { "cs.explain" }, "cs.explain(x, dim[, opts])",
     [[The plan a scan with these arguments would run, as one line of text, without running it: the
       device, the kernel family and mode, the layout {outer, len, inner}, tile and grid. opts are
-      cumsum's, plus op = "cumsum" (the default) or "cumprod". CUSCAN_LOG=plan prints the same line
-      for every scan as it runs.]],
-    [[As for cs.cumsum; an unknown op.]] },
+      the op's, plus op = "cumsum" (the default), "cumprod", "cummax", "cummin" or
+      "logcumsumexp"; for cummax and cummin without out, the plan writes values and indices.
+      CUSCAN_LOG=plan prints the same line for every scan as it runs.]],
+    [[As for the op's scan; an unknown op.]] },
   { "Scans", { "cs.force_family" }, "cs.force_family(name)",
     [[For tests and diagnosis: CUDA scans use the named kernel family (and mode) wherever it can
       handle the call: "rows" (rows/segmented, rows/single, rows/lines, rows/pieces), "columns"
@@ -453,11 +497,15 @@ local OPTIONS = {
   ["cs.full"] = { "dtype", "device" },
   ["cs.rand"] = { "seed", "dtype", "device" },
   ["cs.arange"] = { "dtype", "device" },
-  ["cs.cumsum"] = { "reverse", "exclusive", "mask", "out", "dtype" },
-  ["cs.cumprod"] = { "reverse", "exclusive", "mask", "out", "dtype" },
-  ["cs.explain"] = { "op", "reverse", "exclusive", "mask", "out", "dtype" },
-  ["x:reverse_cumsum"] = { "reverse", "exclusive", "mask", "out", "dtype" },
-  ["x:masked_cumsum"] = { "reverse", "exclusive", "mask", "out", "dtype" },
+  ["cs.cumsum"] = { "reverse", "exclusive", "mask", "reset", "segments", "out", "dtype" },
+  ["cs.cumprod"] = { "reverse", "exclusive", "mask", "reset", "segments", "out", "dtype" },
+  ["cs.cummax"] = { "reverse", "exclusive", "mask", "reset", "segments", "out" },
+  ["cs.cummin"] = { "reverse", "exclusive", "mask", "reset", "segments", "out" },
+  ["cs.logcumsumexp"] = { "reverse", "exclusive", "mask", "reset", "segments", "out", "dtype" },
+  ["cs.segment_ids_to_reset"] = { "reverse" },
+  ["cs.explain"] = { "op", "reverse", "exclusive", "mask", "reset", "segments", "out", "dtype" },
+  ["x:reverse_cumsum"] = { "reverse", "exclusive", "mask", "reset", "segments", "out", "dtype" },
+  ["x:masked_cumsum"] = { "reverse", "exclusive", "mask", "reset", "segments", "out", "dtype" },
   ["x:to"] = { "device", "dtype" },
   ["cs.allclose"] = { "rtol", "atol", "equal_nan" },
   ["timeit"] = { "runs", "warmup", "device", "quiet" },

@@ -1,11 +1,12 @@
--- cuscan: n-dimensional tensors on the CPU and CUDA devices, with cumulative sums and products
--- along any dim. `local cs = require("cuscan")`.
+-- cuscan: n-dimensional tensors on the CPU and CUDA devices, with cumulative sums, products,
+-- maxima, minima and log-sum-exps along any dim. `local cs = require("cuscan")`.
 --
 -- This file holds the module table: constructors, the default device, random seeds, scans in
 -- function form, result checks, and device and memory queries. Tensor methods live in
 -- cuscan.views (queries, views, copies), cuscan.data (totable, item), cuscan.scan (cumsum,
--- cumprod), cuscan.ops (arithmetic, comparisons, reductions, cat, fill, copy) and cuscan.format
--- (printing); cuscan.core has what they share.
+-- cumprod, cummax, cummin, logcumsumexp; cuscan.segments turns segment ids into resets),
+-- cuscan.ops (arithmetic, comparisons, reductions, cat, fill, copy) and cuscan.format (printing);
+-- cuscan.core has what they share.
 --
 -- The module needs LuaJIT's FFI. Under another Lua the check below is the first thing that runs,
 -- so this file must parse under every Lua (no LuaJIT-only syntax such as 64-bit literals here).
@@ -213,6 +214,10 @@ end
 ---------------------------------------------------------------------------------------------------
 cs.cumsum = scan.cumsum
 cs.cumprod = scan.cumprod
+cs.cummax = scan.cummax
+cs.cummin = scan.cummin
+cs.logcumsumexp = scan.logcumsumexp
+cs.segment_ids_to_reset = scan.segment_ids_to_reset
 cs.explain = scan.explain
 cs.force_family = scan.force_family
 cs.cat = ops.cat

@@ -1,5 +1,5 @@
--- cuscan.scan: cumulative sums and products along any dim, with reverse, exclusive, mask, out and
--- an accumulation dtype. Every argument is checked here before C is called, so that a misuse is
+-- cuscan.scan: cumulative sums, products, maxima and minima (with indices) and log-sum-exps along any
+-- dim, with reverse, exclusive, mask, reset (segmented scans), out and an accumulation dtype. Every argument is checked here before C is called, so that a misuse is
 -- an error that names the argument, and nothing the caller holds is written on an error.
 local core = require("cuscan.core")
 core.own_file()
@@ -12,15 +12,22 @@ local I64, BOOL = core.I64, core.BOOL
 local DTYPE_NAME, DEVICE_NAME = core.DTYPE_NAME, core.DEVICE_NAME
 local SH, ST = core.SH, core.ST
 local S_OOM = core.S_OOM
+local ffi = require("ffi")
+local segs = require("cuscan.segments")
 
-local SUM, PROD = tonumber(C.CS_SCAN_SUM), tonumber(C.CS_SCAN_PROD)
+local SUM, PROD, MAX, MIN, LSE = tonumber(C.CS_SCAN_SUM), tonumber(C.CS_SCAN_PROD), tonumber(C.CS_SCAN_MAX),
+                                  tonumber(C.CS_SCAN_MIN), tonumber(C.CS_SCAN_LOGSUMEXP)
 local REVERSE, EXCLUSIVE = tonumber(C.CS_SCAN_REVERSE), tonumber(C.CS_SCAN_EXCLUSIVE)
-local NAMES = { [SUM] = "cumsum", [PROD] = "cumprod" }
+local NAMES = { [SUM] = "cumsum", [PROD] = "cumprod", [MAX] = "cummax", [MIN] = "cummin", [LSE] = "logcumsumexp" }
+local OP_OF = {}
+for op, name in pairs(NAMES) do OP_OF[name] = op end
 
 -- op -> input dtype -> the accumulation (output) dtypes the C core supports: its one list of pairs
 -- (src/dtypes.h), asked through cs_scan_supported
-local PAIRS = { [SUM] = {}, [PROD] = {} }
-for op, by_input in pairs(PAIRS) do
+local PAIRS = {}
+for op in pairs(NAMES) do
+  local by_input = {}
+  PAIRS[op] = by_input
   for input in pairs(DTYPE_NAME) do
     by_input[input] = {}
     for output in pairs(DTYPE_NAME) do
@@ -36,7 +43,11 @@ local function pair_list(op, dtype)
   return table.concat(names, " or ")
 end
 
-local SCAN_OPTS = { reverse = true, exclusive = true, mask = true, out = true, dtype = true }
+-- The options of each op: cummax and cummin keep x's dtype and write values and indices.
+local SCAN_OPTS = { reverse = true, exclusive = true, mask = true, out = true, dtype = true, reset = true,
+                    segments = true }
+local MAXMIN_OPTS = { reverse = true, exclusive = true, mask = true, out = true, reset = true, segments = true }
+local OPTS_OF = { [SUM] = SCAN_OPTS, [PROD] = SCAN_OPTS, [MAX] = MAXMIN_OPTS, [MIN] = MAXMIN_OPTS, [LSE] = SCAN_OPTS }
 
 -- A 1-D view of a 0-d tensor (C scans along an existing dim).
 local function as_line(t, fname)
@@ -47,113 +58,180 @@ end
 
 local function shape_text(t) return core.shape_str(core.shape_of(t)) end
 
--- The checked arguments of a scan (C's out, x, dim, op, flags, mask), without running it. With
--- `explain`, a missing out is not made (cs_scan_explain describes the one it would be).
+-- The handle of a tensor option that goes with x (mask, reset, segments, out): a tensor on x's
+-- device of x's shape; `what` says what it should be ("a bool tensor").
+local function check_operand(v, xh, fname, argname, what)
+  if not is_tensor(v) then raise(format("%s: %s: expected %s, got %s", fname, argname, what, describe(v))) end
+  local h = check_tensor(v, fname, argname)
+  local dev, have = core.device_of(xh), core.device_of(h)
+  if have ~= dev then
+    raise(format("%s: %s: expected a tensor on x's device (%s), got one on %s", fname, argname, DEVICE_NAME[dev],
+                 DEVICE_NAME[have]))
+  end
+  if not same_shape(h, xh) then
+    raise(format("%s: %s: expected x's shape %s, got %s", fname, argname, shape_text(xh), shape_text(h)))
+  end
+  return h
+end
+
+local function check_bool_operand(v, xh, fname, argname, hint)
+  local h = check_operand(v, xh, fname, argname, "a bool tensor")
+  local dt = core.dtype_of(h)
+  if dt ~= BOOL then raise(format("%s: %s: expected a bool tensor, got %s (%s)", fname, argname, DTYPE_NAME[dt], hint)) end
+  return h
+end
+
+-- The values output (out, or out[1] for cummax and cummin): odtype, and out = x or apart from x.
+local function check_out(out, xh, odtype, op, dtype, fname, argname)
+  local oh = check_operand(out, xh, fname, argname, "a tensor")
+  local have = core.dtype_of(oh)
+  if have ~= odtype then
+    local hint = ""
+    if OPTS_OF[op].dtype and PAIRS[op][dtype][have] then
+      hint = format("; pass dtype = \"%s\" to accumulate in it", DTYPE_NAME[have])
+    end
+    raise(format("%s: %s: expected dtype %s (the output dtype), got %s%s", fname, argname, DTYPE_NAME[odtype],
+                 DTYPE_NAME[have], hint))
+  end
+  if C.cs_tensor_overlap(oh, xh) == 2 then
+    raise(format("%s: %s: overlaps x partially (only out = x itself, for an in-place scan, is allowed)", fname, argname))
+  end
+  return oh
+end
+
+-- The checked arguments of a scan, without running it, as a table: x, out and the other operands
+-- as handles (xh, oh, mh, rh, ih), the tensors returned (out, indices), the 0-based dim and the
+-- flags. With `explain`, missing outputs are not made (cs_scan_explain_with describes the ones it
+-- would be) and segment ids become an unfilled reset of the layout the real one would have.
 local function prepare(op, x, dim, opts, fname, explain)
   local xh = check_tensor(x, fname, "x")
   local nd = core.ndim_of(xh)
   if nd == 0 and dim ~= 1 and dim ~= -1 and core.is_int(dim) then
     raise(format("%s: dim: %d is out of range for a 0-d tensor (expected 1 or -1)", fname, dim))
   end
-  local cdim = core.norm_dim(dim, nd == 0 and 1 or nd, fname)
+  local a = { xh = xh, nd = nd, cdim = core.norm_dim(dim, nd == 0 and 1 or nd, fname), flags = 0 }
   local dtype = core.dtype_of(xh)
   local dev = core.device_of(xh)
-  local flags, mask, out, odtype = 0, nil, nil, nil
+  local mask, out, reset, segments, odtype, reverse
   if type(opts) ~= "nil" then
-    core.check_opts(opts, SCAN_OPTS, fname)
-    if core.check_bool_opt(opts.reverse, fname, "reverse") then flags = flags + REVERSE end
-    if core.check_bool_opt(opts.exclusive, fname, "exclusive") then flags = flags + EXCLUSIVE end
+    core.check_opts(opts, OPTS_OF[op], fname)
+    reverse = core.check_bool_opt(opts.reverse, fname, "reverse")
+    if reverse then a.flags = a.flags + REVERSE end
+    if core.check_bool_opt(opts.exclusive, fname, "exclusive") then a.flags = a.flags + EXCLUSIVE end
     if opts.dtype ~= nil then odtype = core.parse_dtype(opts.dtype, fname) end
-    mask, out = opts.mask, opts.out
+    mask, out, reset, segments = opts.mask, opts.out, opts.reset, opts.segments
   end
   if op == PROD and dtype == BOOL then
     raise(format("%s: x: bool tensors are not supported (convert first, e.g. x:to(\"int64\"))", fname))
   end
+  if op == LSE and not core.IS_FLOAT[dtype] then
+    raise(format("%s: x: expected a float tensor (float32, float64, float16 or bfloat16), got %s (convert first, " ..
+                 "e.g. x:to(\"float32\"))", fname, DTYPE_NAME[dtype]))
+  end
   if odtype == nil then
-    odtype = (dtype == BOOL) and I64 or dtype
+    odtype = (dtype == BOOL and (op == SUM or op == PROD)) and I64 or dtype
   elseif not PAIRS[op][dtype][odtype] then
     raise(format("%s: dtype: a %s input cannot accumulate into %s (supported: %s)", fname, DTYPE_NAME[dtype],
                  DTYPE_NAME[odtype], pair_list(op, dtype)))
   end
-  local mh, oh = nil, nil
+  a.odtype = odtype
   if mask ~= nil then
-    if not is_tensor(mask) then
-      raise(format("%s: mask: expected a bool tensor, got %s", fname, describe(mask)))
-    end
-    mh = check_tensor(mask, fname, "mask")
-    local mdt = core.dtype_of(mh)
-    if mdt ~= BOOL then
-      raise(format("%s: mask: expected a bool tensor, got %s (make one with a comparison such as x:gt(0))",
-                   fname, DTYPE_NAME[mdt]))
-    end
-    local mdev = core.device_of(mh)
-    if mdev ~= dev then
-      raise(format("%s: mask: expected a tensor on x's device (%s), got one on %s", fname, DEVICE_NAME[dev], DEVICE_NAME[mdev]))
-    end
-    if not same_shape(mh, xh) then
-      raise(format("%s: mask: expected x's shape %s, got %s", fname, shape_text(xh), shape_text(mh)))
-    end
+    a.mh = check_bool_operand(mask, xh, fname, "mask", "make one with a comparison such as x:gt(0)")
   end
+  if reset ~= nil then
+    if segments ~= nil then
+      raise(format("%s: opts: give reset or segments, not both (segments are turned into a reset)", fname))
+    end
+    a.rh = check_bool_operand(reset, xh, fname, "reset",
+                              "make one with a comparison, or give segment ids as opts.segments")
+  elseif segments ~= nil then
+    local sh = check_operand(segments, xh, fname, "segments", "an int32 or int64 tensor of segment ids")
+    segs.check_ids(sh, fname, "segments")
+    if explain then
+      a.reset = core.empty_like(sh, BOOL, dev, fname)
+    else
+      a.reset = segs.reset_of(sh, nd == 0 and 0 or a.cdim, reverse, fname)
+    end
+    a.rh = check_tensor(a.reset, fname, "reset")
+  end
+  local indexed = op == MAX or op == MIN
   if out ~= nil then
-    if not is_tensor(out) then
-      raise(format("%s: out: expected a tensor, got %s", fname, describe(out)))
+    if indexed then
+      if type(out) ~= "table" or is_tensor(out) or out[1] == nil or out[2] == nil then
+        raise(format("%s: out: expected a table {values, indices} of two tensors, got %s", fname, describe(out)))
+      end
+      a.oh = check_out(out[1], xh, odtype, op, dtype, fname, "out[1]")
+      a.ih = check_operand(out[2], xh, fname, "out[2]", "an int64 tensor for the indices")
+      local idt = core.dtype_of(a.ih)
+      if idt ~= I64 then
+        raise(format("%s: out[2]: expected an int64 tensor for the indices, got %s", fname, DTYPE_NAME[idt]))
+      end
+      a.out, a.indices = out[1], out[2]
+    else
+      a.oh = check_out(out, xh, odtype, op, dtype, fname, "out")
+      a.out = out
     end
-    oh = check_tensor(out, fname, "out")
-    local odev = core.device_of(oh)
-    if odev ~= dev then
-      raise(format("%s: out: expected a tensor on x's device (%s), got one on %s", fname, DEVICE_NAME[dev], DEVICE_NAME[odev]))
-    end
-    if not same_shape(oh, xh) then
-      raise(format("%s: out: expected x's shape %s, got %s", fname, shape_text(xh), shape_text(oh)))
-    end
-    local have = core.dtype_of(oh)
-    if have ~= odtype then
-      raise(format("%s: out: expected dtype %s (the output dtype), got %s%s", fname, DTYPE_NAME[odtype], DTYPE_NAME[have],
-                   PAIRS[op][dtype] and PAIRS[op][dtype][have] and format("; pass dtype = \"%s\" to accumulate in it", DTYPE_NAME[have]) or ""))
-    end
-    if C.cs_tensor_overlap(oh, xh) == 2 then
-      raise(format("%s: out: overlaps x partially (only out = x itself, for an in-place scan, is allowed)", fname))
-    end
-    if mh ~= nil and C.cs_tensor_overlap(oh, mh) ~= 0 then
+    if a.mh ~= nil and C.cs_tensor_overlap(a.oh, a.mh) ~= 0 then
       raise(format("%s: out: must not overlap mask", fname))
     end
   elseif not explain then
-    out = core.empty_like(xh, odtype, dev, fname)
-    oh = check_tensor(out, fname, "out")
+    a.out = core.empty_like(xh, odtype, dev, fname)
+    a.oh = check_tensor(a.out, fname, "out")
+    if indexed then
+      a.indices = core.empty_like(xh, I64, dev, fname)
+      a.ih = check_tensor(a.indices, fname, "indices")
+    end
   end
-  return out, oh, xh, nd, cdim, flags, mh, odtype
+  return a
+end
+
+local ARGS = ffi.new("cs_scan_args")
+
+-- cs_scan_with on the prepared arguments; a 0-d tensor is scanned as a line of one.
+local function run(op, a, fname)
+  local xh, oh, mh, rh, ih, cdim = a.xh, a.oh, a.mh, a.rh, a.ih, a.cdim
+  if a.nd == 0 then
+    local line = function(h, name) return h and check_tensor(as_line(h, fname), fname, name) end
+    xh, oh, mh, rh, ih = line(xh, "x"), line(oh, "out"), line(mh, "mask"), line(rh, "reset"), line(ih, "indices")
+    cdim = 0
+  end
+  ARGS.flags, ARGS.mask, ARGS.reset, ARGS.indices = a.flags, mh, rh, ih
+  local st = C.cs_scan_with(oh, xh, cdim, op, ARGS)
+  if st == S_OOM then
+    core.collect()
+    st = C.cs_scan_with(oh, xh, cdim, op, ARGS)
+  end
+  ARGS.mask, ARGS.reset, ARGS.indices = nil, nil, nil
+  if st ~= 0 then core.fail(fname) end
 end
 
 local function scan(op, x, dim, opts, fname)
-  local out, oh, xh, nd, cdim, flags, mh = prepare(op, x, dim, opts, fname)
-  if nd == 0 then
-    local cx, co = as_line(xh, fname), as_line(oh, fname)
-    local cm = mh and as_line(mh, fname)
-    core.call(fname, C.cs_scan, check_tensor(co, fname, "out"), check_tensor(cx, fname, "x"), 0, op, flags,
-              cm and check_tensor(cm, fname, "mask") or nil)
-    return out
-  end
-  local st = C.cs_scan(oh, xh, cdim, op, flags, mh)
-  if st ~= 0 then
-    if st == S_OOM then
-      core.collect()
-      st = C.cs_scan(oh, xh, cdim, op, flags, mh)
-    end
-    if st ~= 0 then core.fail(fname) end
-  end
-  return out
+  local a = prepare(op, x, dim, opts, fname)
+  run(op, a, fname)
+  return a.out, a.indices
 end
 
 local S = {}
 
 -- cs.cumsum(x, dim[, opts]) / x:cumsum(dim[, opts])
-function S.cumsum(x, dim, opts) return scan(SUM, x, dim, opts, "cumsum") end
+function S.cumsum(x, dim, opts) return (scan(SUM, x, dim, opts, "cumsum")) end
 -- cs.cumprod(x, dim[, opts]) / x:cumprod(dim[, opts])
-function S.cumprod(x, dim, opts) return scan(PROD, x, dim, opts, "cumprod") end
+function S.cumprod(x, dim, opts) return (scan(PROD, x, dim, opts, "cumprod")) end
+-- cs.cummax(x, dim[, opts]) / x:cummax(dim[, opts]): values and their 1-based int64 indices
+function S.cummax(x, dim, opts) return scan(MAX, x, dim, opts, "cummax") end
+-- cs.cummin(x, dim[, opts]) / x:cummin(dim[, opts])
+function S.cummin(x, dim, opts) return scan(MIN, x, dim, opts, "cummin") end
+-- cs.logcumsumexp(x, dim[, opts]) / x:logcumsumexp(dim[, opts]): log of the running sum of exp(x)
+function S.logcumsumexp(x, dim, opts) return (scan(LSE, x, dim, opts, "logcumsumexp")) end
+
+S.segment_ids_to_reset = segs.segment_ids_to_reset
 
 local M = core.methods
 M.cumsum = S.cumsum
 M.cumprod = S.cumprod
+M.cummax = S.cummax
+M.cummin = S.cummin
+M.logcumsumexp = S.logcumsumexp
 
 -- opts with key set to value, for the methods that fix one option. Giving that option as well is
 -- an error unless it says the same (reverse = true on reverse_cumsum); a mask option beside the
@@ -179,7 +257,7 @@ end
 -- x:reverse_cumsum(dim[, opts]): the cumsum from the end of the dim toward its start.
 function M.reverse_cumsum(x, dim, opts)
   check_tensor(x, "reverse_cumsum", "x")
-  return scan(SUM, x, dim, merged(opts, "reverse", true, "reverse_cumsum"), "reverse_cumsum")
+  return (scan(SUM, x, dim, merged(opts, "reverse", true, "reverse_cumsum"), "reverse_cumsum"))
 end
 
 -- x:masked_cumsum(mask, dim[, opts]): the cumsum where elements under a false mask count as 0.
@@ -188,32 +266,37 @@ function M.masked_cumsum(x, mask, dim, opts)
   if not is_tensor(mask) then
     raise(format("masked_cumsum: mask: expected a bool tensor, got %s", describe(mask)))
   end
-  return scan(SUM, x, dim, merged(opts, "mask", mask, "masked_cumsum"), "masked_cumsum")
+  return (scan(SUM, x, dim, merged(opts, "mask", mask, "masked_cumsum"), "masked_cumsum"))
 end
 
 -- cs.explain(x, dim[, opts]): the plan a scan with these arguments would run, as one line (the
--- device, kernel family and mode, layout, tile and grid); opts as for cumsum, plus op = "cumprod".
+-- device, kernel family and mode, layout, tile and grid); opts as for the op's scan, plus op =
+-- "cumsum" (the default), "cumprod", "cummax", "cummin" or "logcumsumexp".
 local EXPLAIN_OPTS = { op = true }
 for k in pairs(SCAN_OPTS) do EXPLAIN_OPTS[k] = true end
-local explain_buf = require("ffi").new("char[512]")
+local explain_buf = ffi.new("char[512]")
 
 function S.explain(x, dim, opts)
   local op, scan_opts = SUM, opts
   if opts ~= nil then
     core.check_opts(opts, EXPLAIN_OPTS, "explain")
     if opts.op ~= nil then
-      if opts.op == "cumprod" then op = PROD
-      elseif opts.op ~= "cumsum" then
-        raise(format("explain: op: expected \"cumsum\" or \"cumprod\", got %s", describe(opts.op)))
+      op = OP_OF[opts.op]
+      if not op then
+        raise(format("explain: op: expected \"cumsum\", \"cumprod\", \"cummax\", \"cummin\" or \"logcumsumexp\", got %s",
+                     describe(opts.op)))
       end
       scan_opts = {}
       for k, v in pairs(opts) do if k ~= "op" then scan_opts[k] = v end end
     end
   end
-  local _, oh, xh, nd, cdim, flags, mh, odtype = prepare(op, x, dim, scan_opts, "explain", true)
-  if nd == 0 then return "0-d tensor: one element, copied" end
-  if C.cs_scan_explain(explain_buf, 512, xh, cdim, op, flags, mh, oh, odtype) ~= 0 then core.fail("explain") end
-  return require("ffi").string(explain_buf)
+  local a = prepare(op, x, dim, scan_opts, "explain", true)
+  if a.nd == 0 then return "0-d tensor: one element, copied" end
+  ARGS.flags, ARGS.mask, ARGS.reset, ARGS.indices = a.flags, a.mh, a.rh, a.ih
+  local st = C.cs_scan_explain_with(explain_buf, 512, a.xh, a.cdim, op, ARGS, a.oh, a.odtype)
+  ARGS.mask, ARGS.reset, ARGS.indices = nil, nil, nil
+  if st ~= 0 then core.fail("explain") end
+  return ffi.string(explain_buf)
 end
 
 -- cs.force_family(name): for tests and diagnosis, CUDA scans use this kernel family (and mode) where

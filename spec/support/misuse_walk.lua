@@ -37,6 +37,11 @@ local GOOD = {
   { "{{1, 2}, {3, 4}}", function() return { { 1, 2 }, { 3, 4 } } end },
   { "{reverse = true}", function() return { reverse = true } end },
   { "{dtype = 'int64'}", function() return { dtype = "int64" } end },
+  { "{reset = mask}", function() return { reset = T({ { true, false, true }, { false, true, true } }) } end },
+  { "{segments = ids}", function() return { segments = T({ { 1, 1, 2 }, { 3, 3, 3 } }, { dtype = "int64" }) } end },
+  { "{out = {values, indices}}", function()
+      return { out = { cs.zeros({ 2, 3 }), cs.zeros({ 2, 3 }, { dtype = "int64" }) } }
+    end },
   { "true", function() return true end },
   { "'float32'", function() return "float32" end },
   { "'cpu'", function() return "cpu" end },
@@ -66,6 +71,8 @@ local BAD = {
   { "ragged table", function() return { { 1 }, { 1, 2 } } end },
   { "{mask = 1}", function() return { mask = 1 } end },
   { "{out = {}}", function() return { out = {} } end },
+  { "{reset = x, segments = x}", function() local x = T({ 1, 2 }) return { reset = x, segments = x } end },
+  { "{out = {x, x}}", function() local x = T({ { 1, 2, 3 }, { 4, 5, 6 } }) return { out = { x, x } } end },
   { "{rtol = 0 / 0}", function() return { rtol = 0 / 0 } end },
   { "table with a metatable", function() return setmetatable({}, { __index = function() return 1 end }) end },
   { "function", function() return print end },

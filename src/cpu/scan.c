@@ -605,6 +605,8 @@ static const char *walk_name(const walk_layout *w)
 
 cs_status cs_cpu_scan(const cs_scan_plan *p)
 {
+    /* the other ops and segmented scans take the general walk (scan_general.c) */
+    if ((p->op != CS_SCAN_SUM && p->op != CS_SCAN_PROD) || p->reset || p->indices) return cs_cpu_scan_general(p);
     scan_fn run = 0;
 #define PICK(NAME, IN, OUT, IN_T, ACC_T, OUT_T, OPS)                                          \
     if (p->in_dtype == IN && p->out_dtype == OUT) {                                               \
