@@ -10,10 +10,15 @@
 //
 // Status words carry the launch's epoch in their high bits, so words left by earlier launches read
 // as empty and nothing is cleared between launches (src/cuda/runtime.c owns the buffers).
+//
+// The state a unit posts may be a number or a small struct (scan_ops.cuh). A line's units post
+// one state each: packed with the status in one 16-byte word when it fits in 12 bytes (Wire says
+// how), else kept apart from a status flag and ordered by release / acquire (FencedStatus), as
+// CUB's tile states for large types are. A strip's units post a vector of states (VectorStatus).
 #pragma once
 #include <cuda/atomic>
 #include <cub/warp/warp_reduce.cuh>
-#include "scan_common.cuh"
+#include "scan_ops.cuh"
 
 namespace cuscan {
 
@@ -48,30 +53,83 @@ struct WorkQueue {
     }
 };
 
-// ---- one value per unit: state and value in one 16-byte word ----
+// ---- one value per unit: status and state in one 16-byte word ----
+// How a state travels in a packed word: 12 bytes, as a 64-bit `lo` and a 32-bit `hi`.
+template <typename T>
+struct Wire {   // a number of up to 8 bytes
+    static constexpr bool kFits = std::is_arithmetic_v<T> && sizeof(T) <= 8;
+    __device__ __forceinline__ static void pack(const T &v, unsigned long long &lo, unsigned &hi)
+    {
+        lo = 0;
+        memcpy(&lo, &v, sizeof v);
+        hi = 0;
+    }
+    __device__ __forceinline__ static T unpack(unsigned long long lo, unsigned)
+    {
+        T v;
+        memcpy(&v, &lo, sizeof v);
+        return v;
+    }
+};
+template <typename T>
+struct Wire<SegPair<T>> {   // a segmented number: the flag in hi
+    static constexpr bool kFits = Wire<T>::kFits;
+    __device__ __forceinline__ static void pack(const SegPair<T> &v, unsigned long long &lo, unsigned &hi)
+    {
+        Wire<T>::pack(v.v, lo, hi);
+        hi = (unsigned)v.f;
+    }
+    __device__ __forceinline__ static SegPair<T> unpack(unsigned long long lo, unsigned hi)
+    {
+        return SegPair<T>{ (int)hi, Wire<T>::unpack(lo, 0) };
+    }
+};
+template <typename V>
+struct Wire<SegPair<ArgState<V>>> {   // segmented cummax of a <= 4-byte type: index and flag in lo
+    static constexpr bool kFits = sizeof(V) <= 4;
+    static constexpr unsigned long long kFlag = 1ull << 63;   // indices stay below 2^63
+    __device__ __forceinline__ static void pack(const SegPair<ArgState<V>> &v, unsigned long long &lo, unsigned &hi)
+    {
+        lo = (unsigned long long)v.v.i | (v.f ? kFlag : 0);
+        hi = 0;
+        memcpy(&hi, &v.v.v, sizeof(V));
+    }
+    __device__ __forceinline__ static SegPair<ArgState<V>> unpack(unsigned long long lo, unsigned hi)
+    {
+        SegPair<ArgState<V>> v;
+        v.f = (lo & kFlag) != 0;
+        v.v.i = (int64_t)(lo & ~kFlag);
+        memcpy(&v.v.v, &hi, sizeof(V));
+        return v;
+    }
+};
+
 // A post is one aligned 16-byte store and a poll one 16-byte load, with no fences (as CUB's
-// single-word tile status): the first half holds epoch << 2 | state, the second the value's bits.
-// Every launch uses this one format, so a word left by an earlier launch can never be misread.
+// single-word tile status): the first 8 bytes hold epoch << 2 | state in their low half and the
+// wire's `hi` in their high half, the second 8 bytes the wire's `lo`. Every launch uses this one
+// format, so a word left by an earlier launch can never be misread.
 template <typename AccT>
 struct PackedStatus {
-    static_assert(sizeof(AccT) <= 8, "packed status holds values of up to 8 bytes");
+    static_assert(Wire<AccT>::kFits, "packed status holds states of up to 12 bytes");
     static constexpr int kWords = 2;   // 64-bit words per unit
     unsigned long long *word;
     unsigned epoch;
 
     __device__ __forceinline__ void post(int64_t unit, unsigned state, AccT v) const
     {
-        const unsigned long long tag = epoch << 2 | state;
-        unsigned long long b = 0;
-        memcpy(&b, &v, sizeof v);
+        unsigned long long b;
+        unsigned hi;
+        Wire<AccT>::pack(v, b, hi);
+        const unsigned long long tag = (unsigned long long)hi << 32 | (epoch << 2 | state);
         asm volatile("st.relaxed.gpu.global.v2.u64 [%0], {%1, %2};" ::"l"(word + 2 * unit), "l"(tag), "l"(b) : "memory");
     }
     __device__ __forceinline__ unsigned poll(int64_t unit, AccT &v) const
     {
         unsigned long long tag, b;
         asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];" : "=l"(tag), "=l"(b) : "l"(word + 2 * unit) : "memory");
-        memcpy(&v, &b, sizeof v);
-        return (tag >> 2) == epoch ? (unsigned)(tag & 3u) : kEmpty;
+        v = Wire<AccT>::unpack(b, (unsigned)(tag >> 32));
+        const unsigned t = (unsigned)tag;
+        return (t >> 2) == epoch ? (t & 3u) : kEmpty;
     }
 };
 
@@ -80,8 +138,8 @@ constexpr int kLookbackPerLane = 4;   // look-back window: 32 lanes x 4 predeces
 // Exclusive prefix of unit `unit` of a line whose first unit is `first`: run by one whole warp.
 // Waits until every predecessor in a 128-wide window has posted, finds the nearest inclusive
 // prefix there, and folds the aggregates after it in order.
-template <typename Op, typename AccT>
-__device__ __noinline__ AccT lookback_line(Op op, const PackedStatus<AccT> &st, int64_t unit, int64_t first, AccT *window)
+template <typename Op, typename Status, typename AccT>
+__device__ __noinline__ AccT lookback_line(Op op, const Status &st, int64_t unit, int64_t first, AccT *window)
 {
     const int lane = threadIdx.x & 31;
     unsigned flag[kLookbackPerLane];
@@ -93,7 +151,7 @@ __device__ __noinline__ AccT lookback_line(Op op, const PackedStatus<AccT> &st, 
 #pragma unroll
             for (int j = 0; j < kLookbackPerLane; j++) {
                 int64_t u = unit - 1 - lane - 32 * j;
-                val[j] = Op::identity();
+                val[j] = op.identity();
                 flag[j] = u >= first ? st.poll(u, val[j]) : kInclusive;
                 waiting |= flag[j] == kEmpty;
             }
@@ -111,12 +169,12 @@ __device__ __noinline__ AccT lookback_line(Op op, const PackedStatus<AccT> &st, 
             if (dist <= nearest) window[dist] = val[j];
         }
         __syncwarp();
-        AccT acc = Op::identity();
+        AccT acc = op.identity();
         if (lane == 0) {
             acc = window[nearest];
             for (int d = nearest - 1; d >= 0; d--) acc = op(acc, window[d]);
         }
-        return __shfl_sync(0xffffffffu, acc, 0);
+        return shfl_state(acc, 0);
     }
 }
 
@@ -148,18 +206,41 @@ struct VectorStatus {
     }
 };
 
+// ---- one state per unit, too large to pack: a flag, then the state apart ----
+// A post stores the state and then releases the flag; a poll acquires the flag and then loads the
+// state, from the aggregates or the inclusive prefixes as the flag says.
+template <typename AccT>
+struct FencedStatus {
+    VectorStatus<AccT> s;   // width 1
+
+    __device__ __forceinline__ void post(int64_t unit, unsigned state, AccT v) const
+    {
+        (state == kInclusive ? s.inclusive : s.aggregate)[unit] = v;
+        s.set_flag(unit, state);
+    }
+    __device__ __forceinline__ unsigned poll(int64_t unit, AccT &v) const
+    {
+        const unsigned f = s.get_flag(unit);
+        if (f != kEmpty) v = load_cg((f == kInclusive ? s.inclusive : s.aggregate) + unit);
+        return f;
+    }
+};
+
+// The status of a line's units for a state type.
+template <typename AccT>
+using LineStatus = std::conditional_t<Wire<AccT>::kFits, PackedStatus<AccT>, FencedStatus<AccT>>;
+
 // The block's prefix for `unit` of a strip whose units are `step` ids apart (unit - step is the one
 // before it). Each thread passes N columns (cols[j]; n of them valid) with their unit totals and
 // gets their exclusive prefixes; `owner` threads post the columns' values (one owner per column).
 // A first unit (`first`) posts its inclusive prefix at once. Block-wide: every thread calls it.
 template <int N, typename Op, typename AccT>
-__device__ __forceinline__ void strip_lookback(const VectorStatus<AccT> &st, int64_t unit, int64_t step, bool first,
-                                               bool owner, const int (&cols)[N], int n, const AccT (&total)[N],
-                                               AccT (&prefix)[N], int *sh_distance)
+__device__ __forceinline__ void strip_lookback(const Op &op, const VectorStatus<AccT> &st, int64_t unit, int64_t step,
+                                               bool first, bool owner, const int (&cols)[N], int n,
+                                               const AccT (&total)[N], AccT (&prefix)[N], int *sh_distance)
 {
-    const Op op;
 #pragma unroll
-    for (int j = 0; j < N; j++) prefix[j] = Op::identity();
+    for (int j = 0; j < N; j++) prefix[j] = op.identity();
     if (!first) {
         if (owner)
 #pragma unroll
@@ -183,16 +264,16 @@ __device__ __forceinline__ void strip_lookback(const VectorStatus<AccT> &st, int
 #pragma unroll
         for (int j = 0; j < N; j++) {
             if (j >= n) continue;
-            AccT p = __ldcg(st.slot(st.inclusive, unit - d * step, cols[j]));
+            AccT p = load_cg(st.slot(st.inclusive, unit - d * step, cols[j]));
             int k = d - 1;
             for (; k >= 4; k -= 4) {   // four loads in flight, folded in order
                 AccT v[4];
 #pragma unroll
-                for (int i = 0; i < 4; i++) v[i] = __ldcg(st.slot(st.aggregate, unit - (k - i) * step, cols[j]));
+                for (int i = 0; i < 4; i++) v[i] = load_cg(st.slot(st.aggregate, unit - (k - i) * step, cols[j]));
 #pragma unroll
                 for (int i = 0; i < 4; i++) p = op(p, v[i]);
             }
-            for (; k >= 1; k--) p = op(p, __ldcg(st.slot(st.aggregate, unit - k * step, cols[j])));
+            for (; k >= 1; k--) p = op(p, load_cg(st.slot(st.aggregate, unit - k * step, cols[j])));
             prefix[j] = p;
         }
     }
@@ -205,29 +286,31 @@ __device__ __forceinline__ void strip_lookback(const VectorStatus<AccT> &st, int
     if (threadIdx.x == 0) st.set_flag(unit, kInclusive);
 }
 
-// Host side: the scratch of one launch. Packed words for line pieces (per unit 1 or 2 64-bit
-// words), or flags and two value arrays of `width` per unit for strips; the work queue always.
+// Host side: the scratch of one launch. For a line's units (`line`: line pieces) packed words (2
+// 64-bit words a unit) or a fenced status; for strips flags and two value arrays of `width` per
+// unit (none when width is 0); the work queue always.
 template <typename AccT>
 struct LaunchScratch {
     WorkQueue queue;
-    PackedStatus<AccT> packed;
+    LineStatus<AccT> line;
     VectorStatus<AccT> vector;
 };
 
 template <typename AccT>
-inline cs_status launch_scratch(LaunchScratch<AccT> *s, int64_t units, bool packed, int width)
+inline cs_status launch_scratch(LaunchScratch<AccT> *s, int64_t units, bool line, int width)
 {
+    constexpr bool packed = Wire<AccT>::kFits;
+    if (line && !packed) width = 1;
     unsigned *flags;
     unsigned long long *words;
     void *values;
     unsigned epoch;
-    const size_t nflags = packed || width == 0 ? 0 : (size_t)units;
-    const size_t nwords = packed ? (size_t)units * PackedStatus<AccT>::kWords : 0;
-    const size_t value_bytes = packed ? 0 : 2 * (size_t)units * (size_t)width * sizeof(AccT);
+    const size_t nflags = (line && packed) || width == 0 ? 0 : (size_t)units;
+    const size_t nwords = line && packed ? (size_t)units * PackedStatus<double>::kWords : 0;
+    const size_t value_bytes = line && packed ? 0 : 2 * (size_t)units * (size_t)width * sizeof(AccT);
     cs_status st = cs_cuda_lookback_scratch(&flags, nflags, &words, nwords, &values, value_bytes, &epoch);
     if (st) return st;
     s->queue = WorkQueue{ flags, flags + 1, units };
-    s->packed = PackedStatus<AccT>{ words, epoch };
     VectorStatus<AccT> v;
     v.flag = flags + CS_QUEUE_WORDS;
     v.aggregate = static_cast<AccT *>(values);
@@ -235,6 +318,8 @@ inline cs_status launch_scratch(LaunchScratch<AccT> *s, int64_t units, bool pack
     v.width = width;
     v.epoch = epoch;
     s->vector = v;
+    if constexpr (packed) s->line = PackedStatus<AccT>{ words, epoch };
+    else s->line = FencedStatus<AccT>{ v };
     return CS_OK;
 }
 

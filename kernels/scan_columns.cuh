@@ -9,16 +9,19 @@
 // (lookback.cuh). Units are numbered column-block fastest, so the unit above a unit was started long
 // before and its prefix is usually waiting: the look-back is one read. When there are too few strips
 // for that (the unit above is still running) but enough to fill the device, a block walks a whole
-// strip instead.
+// strip instead. Flagged scans (scan_ops.cuh) hold the kept and reset bits of a thread's elements
+// in two words beside its rows.
 #pragma once
 #include "lookback.cuh"
 
 namespace cuscan {
 
-// Rows a thread holds: fewer when two 4-byte columns a lane accumulate in 8 bytes (registers).
+// Rows a thread holds: fewer when two 4-byte columns a lane accumulate in 8 bytes, and for the
+// flagged scans' larger states (registers).
 template <class S, int CV>
 constexpr int col_max_rows()
 {
+    if constexpr (S::FLAGGED) return S::P::kColMaxRowsFlagged;
     return CV > 1 && sizeof(typename S::AccT) > sizeof(typename S::InT) ? S::P::kColMaxRowsWideAcc : S::P::kColMaxRows;
 }
 
@@ -31,7 +34,7 @@ struct ColumnsArgs {
     int64_t inner;               // columns
     int64_t ix, im, io;          // column strides (1 when coalesced)
     int64_t nouter;
-    LineOffsets outer;
+    ScanLineOffsets outer;
     int warps_across;            // WC
     int rows_per_warp;           // <= kColMaxRows
     int64_t col_blocks;          // ceil(inner / (32*WC*CV))
@@ -39,6 +42,12 @@ struct ColumnsArgs {
     int exclusive;
     int use_lookback;            // units of a strip joined by look-back
     int walk;                    // or a block walks a whole strip, the carry in registers
+    // flagged scans
+    const unsigned char *reset;
+    int64_t *indices;
+    int64_t sr, ir;              // reset: row and column strides
+    int64_t sI, iI;              // indices: row and column strides
+    OpArgs op;
 };
 
 // CV: neighbouring columns per lane (2 for 4-byte inputs when aligned), so a warp's row is 256
@@ -52,20 +61,31 @@ struct ColumnUnitScan {
     static constexpr int WARPS = S::P::kColWarps;
     static constexpr int MAX_ROWS = col_max_rows<S, CV>();
     static constexpr int THREADS = WARPS * kWarp;
+    static constexpr bool FLAGGED = S::FLAGGED;
+    static_assert(!FLAGGED || MAX_ROWS * CV <= 64, "a thread's flags fit a 64-bit word");
 
     struct Regs {
         Vec<InT, CV> v[MAX_ROWS];   // rows of this thread's columns, masked-out ones zero
+        unsigned long long keep, reset;   // flagged scans: bit i * CV + j for row i, column j
     };
 
+    // Column totals of each warp row: [warp row][column], or for the flagged scans' larger states
+    // packed as [warp row * unit width + column] (warps_down * width is THREADS * CV).
     struct Shared {
-        AccT total[WARPS][THREADS * CV];
+        AccT total[FLAGGED ? 1 : WARPS][THREADS * CV];
         int distance;
     };
+    __device__ __forceinline__ static AccT &total_at(Shared &sh, int w, int c, int width)
+    {
+        if constexpr (FLAGGED) return sh.total[0][w * width + c];
+        else return sh.total[w][c];
+    }
 
     // Where this thread's part of a unit lies.
     struct Place {
         int64_t chunk, first, xoff, moff, ooff;
         int nrows, c, wr;   // c: first column of this thread within the unit
+        int64_t roff, ioff; // flagged scans: reset and indices
     };
 
     __device__ __forceinline__ static int unit_width(const ColumnsArgs &a) { return 32 * a.warps_across * CV; }
@@ -79,8 +99,9 @@ struct ColumnUnitScan {
         const int64_t rest = unit / a.col_blocks;
         Place pl;
         pl.chunk = rest / a.nouter;
-        int64_t ox, om, oo;
+        int64_t ox, om, oo, orst = 0, oidx = 0;
         a.outer.at(rest - pl.chunk * a.nouter, ox, om, oo);
+        if constexpr (FLAGGED) a.outer.at_flags(rest - pl.chunk * a.nouter, orst, oidx);
         pl.wr = warp / a.warps_across;
         pl.c = (wc * 32 + lane) * CV;
         const int64_t col = cb * unit_width(a) + pl.c;
@@ -90,6 +111,10 @@ struct ColumnUnitScan {
         pl.xoff = ox + col * a.ix + pl.first * a.sx;
         pl.moff = om + col * a.im + pl.first * a.sm;
         pl.ooff = oo + col * a.io + pl.first * a.so;
+        if constexpr (FLAGGED) {
+            pl.roff = orst + col * a.ir + pl.first * a.sr;
+            pl.ioff = oidx + col * a.iI + pl.first * a.sI;
+        }
         return pl;
     }
 
@@ -101,6 +126,7 @@ struct ColumnUnitScan {
     __device__ __forceinline__ static void load(const ColumnsArgs &a, int64_t unit, Regs &r)
     {
         const Place pl = place(a, unit);
+        if constexpr (FLAGGED) load_flags(a, pl, r);
         if constexpr (!S::MASKED) {
             const int64_t step_x = S::REVERSE ? -a.sx : a.sx;
             const InT *px = static_cast<const InT *>(a.x) + pl.xoff;
@@ -147,6 +173,45 @@ struct ColumnUnitScan {
             for (int j = 0; j < CV; j++) r.v[i].v[j] = S::in_identity();
     }
 
+    // Flagged scans: the kept bits (every present row, less the masked-out elements) and the reset
+    // bits, each row's bytes loaded under its own guard.
+    __device__ __forceinline__ static void load_flags(const ColumnsArgs &a, const Place &pl, Regs &r)
+    {
+        const int present = pl.nrows * CV;
+        r.keep = present >= 64 ? ~0ull : (1ull << present) - 1;
+        if (a.mask) r.keep &= byte_bits(a.mask + pl.moff, S::REVERSE ? -a.sm : a.sm, pl.nrows);
+        r.reset = a.reset ? byte_bits(a.reset + pl.roff, S::REVERSE ? -a.sr : a.sr, pl.nrows) : 0;
+    }
+
+    // Bit i * CV + j: the byte of row i, column j is nonzero (rows `step` apart from p, nrows of them).
+    __device__ __forceinline__ static unsigned long long byte_bits(const unsigned char *p, int64_t step, int nrows)
+    {
+        unsigned long long bits = 0;
+#pragma unroll
+        for (int i = 0; i < MAX_ROWS; i++) {
+            if (i < nrows) {
+                const Vec<unsigned char, CV> bv = load_vec<unsigned char, CV>(p);
+#pragma unroll
+                for (int j = 0; j < CV; j++)
+                    if (bv.v[j]) bits |= 1ull << (i * CV + j);
+            }
+            p += step;
+        }
+        return bits;
+    }
+
+    // Element (row i, column j) of this thread as a state.
+    __device__ __forceinline__ static AccT elem(const Op &op, const Place &pl, const Regs &r, int i, int j)
+    {
+        if constexpr (FLAGGED) {
+            const int bit = i * CV + j;
+            const int64_t index = S::REVERSE ? pl.first - i + 1 : pl.first + i + 1;
+            return op.lift(r.v[i].v[j], (r.keep >> bit) & 1, (r.reset >> bit) & 1, S::INDEXED ? index : 0);
+        } else {
+            return to_acc<AccT>(r.v[i].v[j]);
+        }
+    }
+
     // The unit above has usually finished long before: read its flag and prefix while this unit's
     // loads are still in flight, so the look-back costs no extra round trip.
     struct Above {
@@ -164,7 +229,7 @@ struct ColumnUnitScan {
             if (st.get_flag(unit - above) == kInclusive) {
                 ab.ready = true;
 #pragma unroll
-                for (int j = 0; j < CV; j++) ab.prefix[j] = __ldcg(st.slot(st.inclusive, unit - above, c + j));
+                for (int j = 0; j < CV; j++) ab.prefix[j] = load_cg(st.slot(st.inclusive, unit - above, c + j));
             }
         }
         return ab;
@@ -177,29 +242,30 @@ struct ColumnUnitScan {
                                                           int64_t unit, const Regs &r, Shared &sh, const Above &ab,
                                                           AccT (&carry)[CV])
     {
-        const Op op;
+        const Op op(a.op);
         const Place pl = place(a, unit);
         const int warps_down = WARPS / a.warps_across;
+        const int width = unit_width(a);
 
         AccT total[CV];
 #pragma unroll
-        for (int j = 0; j < CV; j++) total[j] = Op::identity();
+        for (int j = 0; j < CV; j++) total[j] = op.identity();
 #pragma unroll
         for (int i = 0; i < MAX_ROWS; i++)
             if (i < pl.nrows)
 #pragma unroll
-                for (int j = 0; j < CV; j++) total[j] = op(total[j], to_acc<AccT>(r.v[i].v[j]));
+                for (int j = 0; j < CV; j++) total[j] = op(total[j], elem(op, pl, r, i, j));
 #pragma unroll
-        for (int j = 0; j < CV; j++) sh.total[pl.wr][pl.c + j] = total[j];
+        for (int j = 0; j < CV; j++) total_at(sh, pl.wr, pl.c + j, width) = total[j];
         const bool above_ready = __syncthreads_and(ab.ready);
 
         AccT warp_prefix[CV], unit_total[CV], prefix[CV];
 #pragma unroll
         for (int j = 0; j < CV; j++) {
-            warp_prefix[j] = unit_total[j] = prefix[j] = Op::identity();
+            warp_prefix[j] = unit_total[j] = prefix[j] = op.identity();
             for (int w = 0; w < warps_down; w++) {
                 if (w == pl.wr) warp_prefix[j] = unit_total[j];
-                unit_total[j] = op(unit_total[j], sh.total[w][pl.c + j]);
+                unit_total[j] = op(unit_total[j], total_at(sh, w, pl.c + j, width));
             }
         }
 
@@ -224,30 +290,69 @@ struct ColumnUnitScan {
                 int cols[CV];
 #pragma unroll
                 for (int j = 0; j < CV; j++) cols[j] = pl.c + j;
-                strip_lookback<CV, Op>(st, unit, a.col_blocks * a.nouter, pl.chunk == 0, pl.wr == 0, cols, CV,
-                                       unit_total, prefix, &sh.distance);
+                strip_lookback<CV>(op, st, unit, a.col_blocks * a.nouter, pl.chunk == 0, pl.wr == 0, cols, CV,
+                                   unit_total, prefix, &sh.distance);
             }
         }
 
         AccT b[CV];
 #pragma unroll
         for (int j = 0; j < CV; j++) b[j] = op(prefix[j], warp_prefix[j]);
-        const int64_t step_y = S::REVERSE ? -a.so : a.so;
-        OutT *py = static_cast<OutT *>(a.out) + pl.ooff;
         const bool line_start = pl.chunk == 0 && pl.wr == 0;
+        if constexpr (FLAGGED) {
+            store_flagged(a, op, pl, r, b, line_start);
+        } else {
+            const int64_t step_y = S::REVERSE ? -a.so : a.so;
+            OutT *py = static_cast<OutT *>(a.out) + pl.ooff;
+#pragma unroll
+            for (int i = 0; i < MAX_ROWS; i++) {
+                if (i >= pl.nrows) break;
+                Vec<OutT, CV> ov;
+#pragma unroll
+                for (int j = 0; j < CV; j++) {
+                    const AccT nb = op(b[j], to_acc<AccT>(r.v[i].v[j]));
+                    ov.v[j] = to_out<OutT>(a.exclusive ? (i == 0 && line_start ? Op::zero() : b[j]) : nb);
+                    b[j] = nb;
+                }
+                if constexpr (CV > 1) store_vec<OutT, CV>(py, ov);
+                else *py = ov.v[0];
+                py += step_y;
+            }
+        }
+    }
+
+    // Flagged scans: the outputs from the prefixes b (and the indices, when asked for); an element
+    // that starts a segment (or the line) gets the empty prefix in an exclusive scan.
+    __device__ __forceinline__ static void store_flagged(const ColumnsArgs &a, const Op &op, const Place &pl,
+                                                         const Regs &r, AccT (&b)[CV], bool line_start)
+    {
+        const int64_t step_y = S::REVERSE ? -a.so : a.so, step_i = S::REVERSE ? -a.sI : a.sI;
+        OutT *py = static_cast<OutT *>(a.out) + pl.ooff;
+        int64_t *pi = a.indices + pl.ioff;
 #pragma unroll
         for (int i = 0; i < MAX_ROWS; i++) {
             if (i >= pl.nrows) break;
             Vec<OutT, CV> ov;
+            Vec<int64_t, CV> iv;
 #pragma unroll
             for (int j = 0; j < CV; j++) {
-                const AccT nb = op(b[j], to_acc<AccT>(r.v[i].v[j]));
-                ov.v[j] = to_out<OutT>(a.exclusive ? (i == 0 && line_start ? Op::zero() : b[j]) : nb);
+                const AccT nb = op(b[j], elem(op, pl, r, i, j));
+                const bool first = ((r.reset >> (i * CV + j)) & 1) || (i == 0 && line_start);
+                const AccT o = a.exclusive ? (first ? op.empty() : b[j]) : nb;
+                ov.v[j] = S::out(o);
+                iv.v[j] = S::index(o);
                 b[j] = nb;
             }
             if constexpr (CV > 1) store_vec<OutT, CV>(py, ov);
             else *py = ov.v[0];
+            if constexpr (S::INDEXED) {
+                if (a.indices) {
+                    if constexpr (CV > 1) store_vec<int64_t, CV>(pi, iv);
+                    else *pi = iv.v[0];
+                }
+            }
             py += step_y;
+            pi += step_i;
         }
     }
 };
@@ -263,19 +368,20 @@ scan_columns_kernel(const ColumnsArgs a, const VectorStatus<typename S::AccT> st
     if constexpr (policy_active<typename S::P>()) {
         using T = ColumnUnitScan<S, CV>;
         using AccT = typename S::AccT;
+        const typename S::Op op(a.op);
         __shared__ typename T::Shared sh;
         __shared__ int64_t slot[2];
         int parity = 0;
         typename T::Regs r;
         AccT carry[CV];   // the walking carry (unused by look-back units)
 #pragma unroll
-        for (int j = 0; j < CV; j++) carry[j] = S::Op::identity();
+        for (int j = 0; j < CV; j++) carry[j] = op.identity();
         if (!S::MASKED && a.walk) {   // masked scans measured no faster walking (bench/NOTES.md, v15)
             const typename T::Above none{};
             const int64_t step = a.col_blocks * a.nouter;   // from a unit to the one below it
             for (int64_t s = q.take(slot, parity); s < q.units; s = q.take(slot, parity)) {
 #pragma unroll
-                for (int j = 0; j < CV; j++) carry[j] = S::Op::identity();
+                for (int j = 0; j < CV; j++) carry[j] = op.identity();
                 for (int64_t u = s; u < s + a.chunks * step; u += step) {
                     T::load(a, u, r);
                     T::template scan_and_store<true>(a, st, u, r, sh, none, carry);

@@ -1,10 +1,20 @@
-// scan_common.cuh - what every scan kernel shares: the op functors and their special values,
+// scan_common.cuh - what every scan kernel shares: the op policies and their special values,
 // element conversions, vector loads and stores, and line offsets over the outer dims.
 //
 // Three types ride through a scan: InT (the input's elements; tiles are held in it, which halves
-// the registers of a promoted pair), AccT (the fold's type: double for floats, so every float
-// output is the rounding of a float64 prefix) and OutT (the output's elements, rounded once).
-// float16 and bfloat16 elements are CUDA's __half and __nv_bfloat16 (half.h).
+// the registers of a promoted pair), AccT (the fold's state: double for float sums, so every float
+// output is the rounding of a float64 prefix; a small struct for the flagged ops below) and OutT
+// (the output's elements, rounded once). float16 and bfloat16 elements are CUDA's __half and
+// __nv_bfloat16 (half.h).
+//
+// Two kinds of spec (the compile-time description of a scan) drive the same kernels:
+//   ScanSpec     cumsum and cumprod: a masked-out element is replaced by 0 or 1 when it is loaded,
+//                and the state is the accumulator itself (the kernels of engine v2, unchanged);
+//   FlaggedSpec  segmented scans, logcumsumexp, cummax and cummin: each element travels with flags
+//                (kept: present and not masked out; reset: starts a segment) and its index, since a
+//                masked-out element of cummax cannot be written as a value of its type; the state is
+//                the segmented pair (SegOp) of the op's own state, and the mask and reset are run-time
+//                switches, so one instance serves masked and unmasked, segmented and plain scans.
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -36,11 +46,20 @@ struct HalfFloat<__nv_bfloat16> {
     using Raw = __nv_bfloat16_raw;
 };
 
+// Run-time parameters of an op instance: which of the ops that share one instance runs.
+struct OpArgs {
+    int min;    // MaxMinOp: cummin rather than cummax
+    int prod;   // ArithOp: cumprod rather than cumsum
+};
+
 // The fold of a scan. identity() starts every fold: -0.0 for float sums, since -0.0 + x == x for
 // every x (a sum of -0.0 stays -0.0). zero() is what a masked-out element reads as and what an
 // exclusive scan's empty prefix is: +0.0 (or 0) for sums, 1 for products. Integers wrap.
 template <int OP, typename T>
 struct ScanOp {
+    using State = T;
+    ScanOp() = default;
+    __host__ __device__ explicit ScanOp(const OpArgs &) {}
     __host__ __device__ __forceinline__ static constexpr T identity()
     {
         if constexpr (HalfFloat<T>::kIs)
@@ -95,7 +114,7 @@ struct ScanSpec {
     using OutT = OutT_;
     using Op = ScanOp<OP_, AccT_>;
     static constexpr int OP = OP_;
-    static constexpr bool REVERSE = REVERSE_, MASKED = MASKED_;
+    static constexpr bool REVERSE = REVERSE_, MASKED = MASKED_, FLAGGED = false, INDEXED = false;
     // the identity and the masked-out value as input elements (exact in every input type)
     __device__ __forceinline__ static InT in_identity() { return ScanOp<OP_, InT_>::identity(); }
     __device__ __forceinline__ static InT in_zero() { return ScanOp<OP_, InT_>::zero(); }
@@ -193,11 +212,13 @@ struct FastDiv {
     __device__ __forceinline__ unsigned div(unsigned n) const { return (__umulhi(n, m) + n) >> s; }
 };
 
-// Per-operand element offsets of line `idx` over the outer dims (x, mask, out).
-struct LineOffsets {
+// Per-operand element offsets of line `idx` over the outer dims: x, mask, out (N = 3), and the
+// flagged scans' reset and indices (N = 5), in the order of enum cs_scan_operand.
+template <int N>
+struct LineOffsetsOf {
     int ndim;
     int64_t shape[CS_MAX_DIMS];
-    int64_t stride[3][CS_MAX_DIMS];
+    int64_t stride[N][CS_MAX_DIMS];
 
     __device__ __forceinline__ void at(int64_t idx, int64_t &ox, int64_t &om, int64_t &oo) const
     {
@@ -216,15 +237,30 @@ struct LineOffsets {
             oo += i * stride[2][d];
         }
     }
+    // reset and indices (N = 5)
+    __device__ __forceinline__ void at_flags(int64_t idx, int64_t &orst, int64_t &oidx) const
+    {
+        static_assert(N == CS_MAX_OPERANDS, "reset and indices strides");
+        orst = oidx = 0;
+        for (int d = ndim - 1; d >= 0; d--) {
+            const int64_t i = d == 0 ? idx : idx % shape[d];
+            idx /= shape[d];
+            orst += i * stride[CS_OPND_RESET][d];
+            oidx += i * stride[CS_OPND_INDICES][d];
+        }
+    }
 };
+using LineOffsets = LineOffsetsOf<3>;
+using ScanLineOffsets = LineOffsetsOf<CS_MAX_OPERANDS>;
 
-inline LineOffsets line_offsets_of(const cs_iter &it)
+template <int N = 3>
+inline LineOffsetsOf<N> line_offsets_of(const cs_iter &it)
 {
-    LineOffsets l;
+    LineOffsetsOf<N> l;
     l.ndim = it.ndim;
     for (int d = 0; d < CS_MAX_DIMS; d++) {
         l.shape[d] = d < it.ndim ? it.shape[d] : 1;
-        for (int o = 0; o < 3; o++) l.stride[o][d] = d < it.ndim ? it.strides[o][d] : 0;
+        for (int o = 0; o < N; o++) l.stride[o][d] = d < it.ndim ? it.strides[o][d] : 0;
     }
     return l;
 }

@@ -3,6 +3,11 @@
 // and launches it. One instance per dtype pair lives in a generated unit (see the Makefile), so the
 // pairs compile in parallel. CUSCAN_FORCE_FAMILY overrides the family (and mode) where it applies;
 // CUSCAN_LOG=plan and cs_scan_explain print the choice.
+//
+// Instances per pair (what the build pays for): cumsum and cumprod as ScanSpec, by direction and
+// mask; and, only where the pair's OPS bits allow, three flagged ops (scan_ops.cuh) by direction
+// alone (mask and reset are run-time switches there): segmented cumsum / cumprod (chosen at run
+// time), logcumsumexp, and cummax / cummin (chosen at run time).
 #pragma once
 #include <cstdio>
 #include <cstring>
@@ -57,9 +62,9 @@ struct Report {
     {
         if (!p->explain && !p->log) return false;
         char line[512];
-        snprintf(line, sizeof line, "cuda %s: %s%s%s%s; %s -> %s", family, detail, p->mask ? ", masked" : "",
-                 p->reverse ? ", reverse" : "", p->exclusive ? ", exclusive" : "", cs_dtype_name(p->in_dtype),
-                 cs_dtype_name(p->out_dtype));
+        snprintf(line, sizeof line, "cuda %s: %s%s%s%s%s; %s -> %s", family, detail, p->mask ? ", masked" : "",
+                 p->reset ? ", reset" : "", p->reverse ? ", reverse" : "", p->exclusive ? ", exclusive" : "",
+                 cs_dtype_name(p->in_dtype), cs_dtype_name(p->out_dtype));
         if (p->explain) {
             snprintf(p->explain, p->explain_len, "%s", line);
             return true;
@@ -121,8 +126,17 @@ inline cs_scan_plan as_columns(const cs_scan_plan *p)
     return c;
 }
 
+// Elements a lane of the row family moves at once: a 16-byte vector of the wider type, and for the
+// flagged scans (a state and an index an element) at most kRowVecFlagged.
 template <class P>
-inline Family choose_family(const cs_scan_plan *p, size_t in_size, size_t out_size, const char **mode)
+constexpr int row_vec(size_t in_size, size_t out_size, bool flagged)
+{
+    const int v = 16 / (int)(in_size > out_size ? in_size : out_size);
+    return flagged && v > P::kRowVecFlagged ? P::kRowVecFlagged : v;
+}
+
+template <class P>
+inline Family choose_family(const cs_scan_plan *p, size_t in_size, size_t out_size, bool flagged, const char **mode)
 {
     const int forced = forced_family(p->force, mode);
     if (forced == kSlabsFamily && p->flat) return kSlabsFamily;
@@ -130,16 +144,25 @@ inline Family choose_family(const cs_scan_plan *p, size_t in_size, size_t out_si
     if (forced == kRowsFamily) return kRowsFamily;
     *mode = nullptr;
     if (!p->flat) return p->layout == CS_LAYOUT_COLUMNS ? kColumnsFamily : kRowsFamily;
-    const size_t widest = in_size > out_size ? in_size : out_size;
-    const int64_t vec = 16 / (int64_t)widest;
+    const int64_t vec = row_vec<P>(in_size, out_size, flagged);
     if (p->flat_inner == 1) {
         const bool packed_vectors = p->len % vec == 0 && aligned(p->x, 16) && aligned(p->out, 16) &&
-                                    (!p->mask || aligned(p->mask, vec));
+                                    (!p->mask || aligned(p->mask, vec)) && (!p->reset || aligned(p->reset, vec)) &&
+                                    (!p->indices || aligned(p->indices, 16));
         return packed_vectors && p->len >= P::kRowsMinLen ? kRowsFamily : kSlabsFamily;
     }
     if ((int64_t)in_size * p->flat_inner >= P::kColumnsMinInnerBytes && p->len >= P::kColumnsMinLen)
         return kColumnsFamily;
     return kSlabsFamily;
+}
+
+// The run-time choice of an op instance that serves two ops.
+inline OpArgs op_args(const cs_scan_plan *p)
+{
+    OpArgs o;
+    o.min = p->op == CS_SCAN_MIN;
+    o.prod = p->op == CS_SCAN_PROD;
+    return o;
 }
 
 // ---- rows ----
@@ -149,21 +172,26 @@ cs_status launch_rows(const cs_scan_plan *p, cudaStream_t stream, Report &rep, c
     using P = typename S::P;
     using InT = typename S::InT;
     using OutT = typename S::OutT;
-    constexpr int VEC = 16 / (sizeof(InT) > sizeof(OutT) ? sizeof(InT) : sizeof(OutT));
+    constexpr int VEC = row_vec<P>(sizeof(InT), sizeof(OutT), S::FLAGGED);
     const bool masked = p->mask != nullptr;
-    const bool unit_stride = p->scan_stride[0] == 1 && p->scan_stride[2] == 1 && (!masked || p->scan_stride[1] == 1);
+    // the operands present: x and out always, mask, reset and indices when given
+    bool present[CS_MAX_OPERANDS] = { true, masked, true, p->reset != nullptr, p->indices != nullptr };
+    bool unit_stride = true;
+    for (int o = 0; o < CS_MAX_OPERANDS; o++)
+        if (present[o] && p->scan_stride[o] != 1) unit_stride = false;
     bool vec = unit_stride && p->len % VEC == 0 && aligned(p->x, VEC * sizeof(InT)) &&
-               aligned(p->out, VEC * sizeof(OutT)) && (!masked || aligned(p->mask, VEC));
+               aligned(p->out, VEC * sizeof(OutT)) && (!masked || aligned(p->mask, VEC)) &&
+               (!p->reset || aligned(p->reset, VEC)) && (!p->indices || aligned(p->indices, 16));
     for (int d = 0; d < p->outer.ndim; d++)
-        for (int o = 0; o < 3; o++)
-            if ((o != 1 || masked) && p->outer.strides[o][d] % VEC != 0) vec = false;
+        for (int o = 0; o < CS_MAX_OPERANDS; o++)
+            if (present[o] && p->outer.strides[o][d] % VEC != 0) vec = false;
     const int64_t tile = vec ? RowTile<S, VEC, kOneTileBytes<S>>::SIZE : RowTile<S, 1, kOneTileBytes<S>>::SIZE;
-    const int64_t big_tile = vec ? RowTile<S, VEC, kPieceBytes<P, S::MASKED>>::SIZE : RowTile<S, 1, kPieceBytes<P, S::MASKED>>::SIZE;
-    const int64_t line_tile = vec ? RowTile<S, VEC, kLineTileBytes<P, S::MASKED>>::SIZE : RowTile<S, 1, kLineTileBytes<P, S::MASKED>>::SIZE;
+    const int64_t big_tile = vec ? RowTile<S, VEC, kPieceBytes<S>>::SIZE : RowTile<S, 1, kPieceBytes<S>>::SIZE;
+    const int64_t line_tile = vec ? RowTile<S, VEC, kLineTileBytes<S>>::SIZE : RowTile<S, 1, kLineTileBytes<S>>::SIZE;
     bool packed = unit_stride && p->outer.ndim <= 1;
     if (p->outer.ndim == 1)
-        for (int o = 0; o < 3; o++)
-            if ((o != 1 || masked) && p->outer.strides[o][0] != p->len) packed = false;
+        for (int o = 0; o < CS_MAX_OPERANDS; o++)
+            if (present[o] && p->outer.strides[o][0] != p->len) packed = false;
     const int sms = cs_cuda_multiprocessors();
     // segmented: short packed lines, several per tile, unless that leaves the device half idle;
     // single: a line per tile; whole lines: many long lines, a block walks each (no block waits on
@@ -187,9 +215,14 @@ cs_status launch_rows(const cs_scan_plan *p, cudaStream_t stream, Report &rep, c
     a.sm = p->scan_stride[1];
     a.so = p->scan_stride[2];
     a.nlines = p->nouter;
-    a.lines = line_offsets_of(p->outer);
+    a.lines = line_offsets_of<CS_MAX_OPERANDS>(p->outer);
     a.exclusive = p->exclusive;
     a.lines_per_tile = mode == SEGMENTED ? tile / p->len : 1;
+    a.reset = p->reset;
+    a.indices = p->indices;
+    a.sr = p->scan_stride[CS_OPND_RESET];
+    a.si = p->scan_stride[CS_OPND_INDICES];
+    a.op = op_args(p);
     const int64_t piece = mode == PIECES ? big_tile : mode == WHOLE_LINES ? line_tile : tile;
     a.tiles_per_line = mode == SEGMENTED ? 1 : (p->len + piece - 1) / piece;
     const int64_t units = mode == SEGMENTED ? (p->nouter + a.lines_per_tile - 1) / a.lines_per_tile
@@ -210,10 +243,13 @@ cs_status launch_rows(const cs_scan_plan *p, cudaStream_t stream, Report &rep, c
         const unsigned grid = (unsigned)units;
         const int threads = P::kRowWarps * kWarp;
         switch (mode) {
-        case WHOLE_LINES: scan_lines_kernel<S, V><<<grid, threads, 0, stream>>>(a); break;
+        case WHOLE_LINES:
+            if constexpr (S::FLAGGED) scan_lines_flagged_kernel<S, V><<<grid, threads, 0, stream>>>(a);
+            else scan_lines_kernel<S, V><<<grid, threads, 0, stream>>>(a);
+            break;
         case SEGMENTED: scan_rows_kernel<S, V, true><<<grid, threads, 0, stream>>>(a); break;
         case SINGLE: scan_rows_kernel<S, V, false><<<grid, threads, 0, stream>>>(a); break;
-        case PIECES: scan_line_pieces_kernel<S, V><<<grid, threads, 0, stream>>>(a, sc.packed, sc.queue); break;
+        case PIECES: scan_line_pieces_kernel<S, V><<<grid, threads, 0, stream>>>(a, sc.line, sc.queue); break;
         }
         return cs_cuda_check(cudaGetLastError(), "scan kernel launch");
     });
@@ -229,12 +265,13 @@ cs_status launch_columns(const cs_scan_plan *p, cudaStream_t stream, Report &rep
     const bool masked = p->mask != nullptr;
     // two neighbouring columns per lane when every operand allows 2-element vectors along inner
     constexpr int CV = sizeof(InT) <= 4 && sizeof(OutT) <= 8 ? 2 : 1;
-    bool vec = CV > 1 && p->inner % CV == 0 && p->inner_stride[0] == 1 && p->inner_stride[2] == 1 &&
-               (!masked || p->inner_stride[1] == 1) && aligned(p->x, CV * sizeof(InT)) &&
-               aligned(p->out, CV * sizeof(OutT)) && (!masked || aligned(p->mask, CV));
-    for (int o = 0; o < 3; o++) {
-        if (o == 1 && !masked) continue;
-        if (p->scan_stride[o] % CV != 0) vec = false;
+    const bool present[CS_MAX_OPERANDS] = { true, masked, true, p->reset != nullptr, p->indices != nullptr };
+    bool vec = CV > 1 && p->inner % CV == 0 && aligned(p->x, CV * sizeof(InT)) && aligned(p->out, CV * sizeof(OutT)) &&
+               (!masked || aligned(p->mask, CV)) && (!p->reset || aligned(p->reset, CV)) &&
+               (!p->indices || aligned(p->indices, CV * sizeof(int64_t)));
+    for (int o = 0; o < CS_MAX_OPERANDS; o++) {
+        if (!present[o]) continue;
+        if (p->inner_stride[o] != 1 || p->scan_stride[o] % CV != 0) vec = false;
         for (int d = 0; d < p->outer.ndim; d++)
             if (p->outer.strides[o][d] % CV != 0) vec = false;
     }
@@ -264,7 +301,7 @@ cs_status launch_columns(const cs_scan_plan *p, cudaStream_t stream, Report &rep
     a.im = p->inner_stride[1];
     a.io = p->inner_stride[2];
     a.nouter = p->nouter;
-    a.outer = line_offsets_of(p->outer);
+    a.outer = line_offsets_of<CS_MAX_OPERANDS>(p->outer);
     a.warps_across = warps_across;
     a.rows_per_warp = rpw;
     const int width = 32 * warps_across * cv;
@@ -273,6 +310,13 @@ cs_status launch_columns(const cs_scan_plan *p, cudaStream_t stream, Report &rep
     a.exclusive = p->exclusive;
     a.use_lookback = a.chunks > 1;
     a.walk = 0;
+    a.reset = p->reset;
+    a.indices = p->indices;
+    a.sr = p->scan_stride[CS_OPND_RESET];
+    a.ir = p->inner_stride[CS_OPND_RESET];
+    a.sI = p->scan_stride[CS_OPND_INDICES];
+    a.iI = p->inner_stride[CS_OPND_INDICES];
+    a.op = op_args(p);
     const int64_t units = a.col_blocks * a.nouter * a.chunks;
     cs_status st = grid_check(units);
     if (st) return st;
@@ -332,6 +376,9 @@ cs_status launch_slabs(const cs_scan_plan *p, cudaStream_t stream, Report &rep, 
     a.inner = inner;
     a.total = outer * L * inner;
     a.exclusive = p->exclusive;
+    a.reset = p->reset;
+    a.indices = p->indices;
+    a.op = op_args(p);
     // tile shape: whole rows of at most kSlabMaxWidth columns (wider rows in column blocks), whole
     // slabs when they fit; short wide slabs take wider column blocks
     const bool pieces_forced = mode_is(force_mode, "walk") || mode_is(force_mode, "lookback");
@@ -389,7 +436,7 @@ cs_status launch_slabs(const cs_scan_plan *p, cudaStream_t stream, Report &rep, 
     a.div_width = FastDiv((unsigned)width);
     const bool blocked = a.col_blocks > 1;
     constexpr int VIN = T::VIN, VOUT = T::VOUT;
-    a.vec_in = aligned(p->x, 16) && (!p->mask || aligned(p->mask, VIN)) &&
+    a.vec_in = aligned(p->x, 16) && (!p->mask || aligned(p->mask, VIN)) && (!p->reset || aligned(p->reset, VIN)) &&
                (!blocked || (inner % VIN == 0 && width % VIN == 0));
     // out moves in vectors only where the stage was laid out for them (x in vectors)
     a.vec_out = a.vec_in && aligned(p->out, 16) && (!blocked || (inner % VOUT == 0 && width % VOUT == 0));
@@ -417,29 +464,49 @@ cs_status launch_slabs(const cs_scan_plan *p, cudaStream_t stream, Report &rep, 
 }
 
 // ---- one dtype pair ----
+// One spec through the family chosen for the plan.
+template <class S>
+cs_status launch_spec(const cs_scan_plan *p, cudaStream_t stream, Family family, const char *mode)
+{
+    Report rep{};
+    rep.p = p;
+    switch (family) {
+    case kSlabsFamily: return launch_slabs<S>(p, stream, rep, mode);
+    case kColumnsFamily: {
+        // a flat plan merges every dim inside the scanned one into one run of columns
+        const cs_scan_plan c = p->flat ? as_columns(p) : *p;
+        return launch_columns<S>(&c, stream, rep, mode);
+    }
+    default: {
+        const cs_scan_plan r = as_rows(p);
+        return launch_rows<S>(&r, stream, rep, mode);
+    }
+    }
+}
+
+// cumsum and cumprod: an instance by direction and mask.
 template <class P, int OP, typename InT, typename AccT, typename OutT>
 cs_status launch_op(const cs_scan_plan *p, cudaStream_t stream)
 {
     const char *mode;
-    const Family family = choose_family<P>(p, sizeof(InT), sizeof(OutT), &mode);
-    Report rep{};
-    rep.p = p;
+    const Family family = choose_family<P>(p, sizeof(InT), sizeof(OutT), false, &mode);
     return with_bool(p->reverse, [&](auto rev) {
         return with_bool(p->mask != nullptr, [&](auto msk) {
             using S = ScanSpec<P, OP, InT, AccT, OutT, decltype(rev)::value, decltype(msk)::value>;
-            switch (family) {
-            case kSlabsFamily: return launch_slabs<S>(p, stream, rep, mode);
-            case kColumnsFamily: {
-                // a flat plan merges every dim inside the scanned one into one run of columns
-                const cs_scan_plan c = p->flat ? as_columns(p) : *p;
-                return launch_columns<S>(&c, stream, rep, mode);
-            }
-            default: {
-                const cs_scan_plan r = as_rows(p);
-                return launch_rows<S>(&r, stream, rep, mode);
-            }
-            }
+            return launch_spec<S>(p, stream, family, mode);
         });
+    });
+}
+
+// The flagged ops: an instance by direction.
+template <class P, class Base, typename InT, typename OutT>
+cs_status launch_flagged(const cs_scan_plan *p, cudaStream_t stream)
+{
+    const char *mode;
+    const Family family = choose_family<P>(p, sizeof(InT), sizeof(OutT), true, &mode);
+    return with_bool(p->reverse, [&](auto rev) {
+        using S = FlaggedSpec<P, Base, InT, OutT, decltype(rev)::value>;
+        return launch_spec<S>(p, stream, family, mode);
     });
 }
 
@@ -449,13 +516,29 @@ cs_status launch_pair(const cs_scan_plan *p, int compute_capability)
     cudaStream_t stream = (cudaStream_t)cs_cuda_stream_handle();
     return with_tuning(compute_capability, [&](auto policy) {
         using P = decltype(policy);
-        if (p->op == CS_SCAN_PROD) {
-            if constexpr (CS_OPS_HAS(OPS, CS_SCAN_PROD)) return launch_op<P, CS_SCAN_PROD, InT, AccT, OutT>(p, stream);
-        } else if (p->op == CS_SCAN_SUM) {
-            if constexpr (CS_OPS_HAS(OPS, CS_SCAN_SUM)) return launch_op<P, CS_SCAN_SUM, InT, AccT, OutT>(p, stream);
+        const bool arith = p->op == CS_SCAN_SUM || p->op == CS_SCAN_PROD;
+        const bool maxmin = p->op == CS_SCAN_MAX || p->op == CS_SCAN_MIN;
+        if ((unsigned)p->op < 32 && CS_OPS_HAS(OPS, p->op) && (!p->indices || maxmin)) {
+            if (arith && !p->reset) {
+                if (p->op == CS_SCAN_PROD) {
+                    if constexpr (CS_OPS_HAS(OPS, CS_SCAN_PROD)) return launch_op<P, CS_SCAN_PROD, InT, AccT, OutT>(p, stream);
+                } else {
+                    if constexpr (CS_OPS_HAS(OPS, CS_SCAN_SUM)) return launch_op<P, CS_SCAN_SUM, InT, AccT, OutT>(p, stream);
+                }
+            } else if (arith) {
+                if constexpr ((OPS & (CS_OPS_SUM | CS_OPS_PROD)) != 0)
+                    return launch_flagged<P, ArithOp<AccT>, InT, OutT>(p, stream);
+            } else if (p->op == CS_SCAN_LOGSUMEXP) {
+                if constexpr ((OPS & CS_OPS_LSE) != 0) return launch_flagged<P, LseOp, InT, OutT>(p, stream);
+            } else if (maxmin) {
+                if constexpr ((OPS & CS_OPS_MAXMIN) != 0) {
+                    static_assert(std::is_same_v<InT, OutT>, "cummax and cummin keep the input's dtype");
+                    return launch_flagged<P, MaxMinOp<InT>, InT, OutT>(p, stream);
+                }
+            }
         }
-        return cs_fail(CS_ERR_UNSUPPORTED, "scan op %d of %s into %s is not supported on CUDA", (int)p->op,
-                       cs_dtype_name(p->in_dtype), cs_dtype_name(p->out_dtype));
+        return cs_fail(CS_ERR_UNSUPPORTED, "scan op %d of %s into %s%s is not supported on CUDA", (int)p->op,
+                       cs_dtype_name(p->in_dtype), cs_dtype_name(p->out_dtype), p->indices ? " with indices" : "");
     });
 }
 

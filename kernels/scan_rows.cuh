@@ -21,6 +21,8 @@
 // In every mode the order of the combines follows from the shape alone, never from timing, so a
 // scan gives the same bits on every run. Tiles are held in the input type, folds run in AccT.
 // Reverse walks tiles from the end and reverses each vector in registers: no flips in memory.
+// Flagged scans (scan_ops.cuh) hold a flags word per chunk beside the tile: bit j says element j
+// is kept, bit 16 + j that it starts a segment; in segmented mode line starts are segment starts.
 #pragma once
 #include <cstring>
 #include <cub/warp/warp_scan.cuh>
@@ -32,7 +34,8 @@ namespace cuscan {
 template <class S, int VEC, int BYTES>
 struct RowTile {
     using P = typename S::P;
-    static constexpr int K_MAX = BYTES > P::kRowBytes ? 32 : 16;
+    static constexpr int K_MAX = S::FLAGGED ? (BYTES > P::kRowBytesFlagged ? P::kPieceChunksFlagged : P::kRowChunksFlagged)
+                                 : BYTES > P::kRowBytes ? 32 : 16;
     static constexpr int K_FIT = BYTES / (VEC * (int)sizeof(typename S::InT));
     static constexpr int K = K_FIT > K_MAX ? K_MAX : (K_FIT < 1 ? 1 : K_FIT);
     static constexpr int WARP_SPAN = kWarp * VEC * K;
@@ -42,14 +45,17 @@ struct RowTile {
 // Input bytes a thread holds in the one-tile kernels: fewer when the fold's type is wider than the
 // input's, so that the tile and its prefixes fit the registers of three blocks an SM.
 template <class S>
-constexpr int kOneTileBytes = sizeof(typename S::AccT) > sizeof(typename S::InT) && sizeof(typename S::InT) == 4
+constexpr int kOneTileBytes = S::FLAGGED ? S::P::kRowBytesFlagged
+                              : sizeof(typename S::AccT) > sizeof(typename S::InT) && sizeof(typename S::InT) == 4
                                   ? S::P::kRowBytesWideAcc
                                   : S::P::kRowBytes;
 
-template <class P, bool MASKED>
-constexpr int kPieceBytes = P::kPieceScale * P::kRowBytes / (MASKED ? P::kMaskedPieceDivisor : 1);
-template <class P, bool MASKED>
-constexpr int kLineTileBytes = P::kRowBytes / (MASKED ? P::kMaskedLineDivisor : 1);
+template <class S>
+constexpr int kPieceBytes = S::FLAGGED ? S::P::kPieceBytesFlagged
+                            : S::P::kPieceScale * S::P::kRowBytes / (S::MASKED ? S::P::kMaskedPieceDivisor : 1);
+template <class S>
+constexpr int kLineTileBytes = S::FLAGGED ? S::P::kLineBytesFlagged
+                               : S::P::kRowBytes / (S::MASKED ? S::P::kMaskedLineDivisor : 1);
 
 struct RowsArgs {
     const void *x;
@@ -58,24 +64,16 @@ struct RowsArgs {
     int64_t len;            // elements per line
     int64_t sx, sm, so;     // strides along the line (1 in the vector path)
     int64_t nlines;
-    LineOffsets lines;
+    ScanLineOffsets lines;
     int64_t tiles_per_line; // lines mode
     int64_t lines_per_tile; // segmented mode
     int exclusive;
+    // flagged scans
+    const unsigned char *reset;
+    int64_t *indices;
+    int64_t sr, si;         // their strides along the line
+    OpArgs op;
 };
-
-// (flag, value) pairs for the segmented scan: a set flag starts a new line.
-template <typename T>
-struct SegPair {
-    int f;
-    T v;
-};
-
-template <typename Op, typename T>
-__device__ __forceinline__ SegPair<T> seg_combine(Op op, SegPair<T> a, SegPair<T> b)
-{
-    return SegPair<T>{ a.f | b.f, b.f ? b.v : op(a.v, b.v) };
-}
 
 // Inclusive segmented warp scan by shuffles; returns the lane's inclusive pair, *total the warp's.
 template <typename Op, typename T>
@@ -85,14 +83,14 @@ __device__ __forceinline__ SegPair<T> warp_seg_scan(Op op, SegPair<T> p, SegPair
 #pragma unroll
     for (int d = 1; d < 32; d <<= 1) {
         int fo = __shfl_up_sync(0xffffffffu, p.f, d);
-        T vo = __shfl_up_sync(0xffffffffu, p.v, d);
+        T vo = shfl_up_state(p.v, d);
         if (lane >= d) {
             if (!p.f) p.v = op(vo, p.v);
             p.f |= fo;
         }
     }
     total->f = __shfl_sync(0xffffffffu, p.f, 31);
-    total->v = __shfl_sync(0xffffffffu, p.v, 31);
+    total->v = shfl_state(p.v, 31);
     return p;
 }
 
@@ -105,17 +103,19 @@ __device__ __forceinline__ T warp_exclusive(Op op, T v, T &total)
     typename WarpScan::TempStorage unused;
     T incl;
     WarpScan(unused).InclusiveScan(v, incl, op, total);
-    T ex = __shfl_up_sync(0xffffffffu, incl, 1);
-    return (threadIdx.x & 31) == 0 ? Op::identity() : ex;
+    T ex = shfl_up_state(incl, 1);
+    return (threadIdx.x & 31) == 0 ? op.identity() : ex;
 }
 
-// Where one tile lies: `count` elements from physical position `pbase` of a line at offsets ox/om/oo.
+// Where one tile lies: `count` elements from physical position `pbase` of a line at offsets ox/om/oo
+// (and, for flagged scans, orst/oidx of reset and indices).
 struct RowSpan {
     int64_t ox, om, oo, pbase, piece;
     int count;
+    int64_t orst, oidx;
 };
 
-template <bool REVERSE, bool SEG, int SIZE>
+template <bool REVERSE, bool SEG, int SIZE, bool FLAGGED = false>
 __device__ __forceinline__ RowSpan row_span(const RowsArgs &a, int64_t unit)
 {
     RowSpan s;
@@ -123,6 +123,7 @@ __device__ __forceinline__ RowSpan row_span(const RowsArgs &a, int64_t unit)
         const int64_t first_line = unit * a.lines_per_tile;
         const int64_t nl = min(a.lines_per_tile, a.nlines - first_line);
         s.ox = s.om = s.oo = 0;
+        s.orst = s.oidx = 0;
         s.count = (int)(nl * a.len);
         s.pbase = first_line * a.len;
         s.piece = 0;
@@ -130,6 +131,7 @@ __device__ __forceinline__ RowSpan row_span(const RowsArgs &a, int64_t unit)
         const int64_t line = unit / a.tiles_per_line;
         s.piece = unit - line * a.tiles_per_line;
         a.lines.at(line, s.ox, s.om, s.oo);
+        if constexpr (FLAGGED) a.lines.at_flags(line, s.orst, s.oidx);
         const int64_t start = s.piece * SIZE;
         s.count = (int)min((int64_t)SIZE, a.len - start);
         s.pbase = REVERSE ? a.len - start - s.count : start;
@@ -148,11 +150,17 @@ struct RowTileScan {
     using Tile = RowTile<S, VEC, BYTES>;
     static constexpr int K = Tile::K;
     static constexpr int WARPS = S::P::kRowWarps;
-    static constexpr bool REVERSE = S::REVERSE, MASKED = S::MASKED;
+    static constexpr bool REVERSE = S::REVERSE, MASKED = S::MASKED, FLAGGED = S::FLAGGED;
 
     struct Regs {
         InT v[K][VEC];   // v[k][j]: logical element warp*WARP_SPAN + k*32*VEC + lane*VEC + j of the tile
+        unsigned fl[K];  // flagged scans: chunk k's flags
     };
+
+    __device__ __forceinline__ static RowSpan span(const RowsArgs &a, int64_t unit)
+    {
+        return row_span<REVERSE, SEG, Tile::SIZE, FLAGGED>(a, unit);
+    }
 
     struct Shared {
         AccT warp_total[WARPS];
@@ -190,14 +198,71 @@ struct RowTileScan {
         }
     }
 
-    __device__ __forceinline__ static void load(const RowsArgs &a, int64_t unit, Regs &r)
+    // Bit j: byte j (in scan order) of the VEC flag bytes at position p of a line is nonzero.
+    template <LoadHint H>
+    __device__ __forceinline__ static unsigned byte_bits(const unsigned char *b, int64_t p, int64_t stride)
     {
-        const RowSpan sp = row_span<REVERSE, SEG, Tile::SIZE>(a, unit);
+        if constexpr (VEC > 1) {
+            const Vec<unsigned char, VEC> bv = load_vec_hinted<unsigned char, VEC, H>(b + p);
+            unsigned bits = 0;
 #pragma unroll
-        for (int k = 0; k < K; k++) load_chunk(a, sp, k, r.v[k]);
+            for (int j = 0; j < VEC; j++) bits |= (bv.v[REVERSE ? VEC - 1 - j : j] != 0 ? 1u : 0u) << j;
+            return bits;
+        } else {
+            return load_hinted<H>(b + p * stride) != 0;
+        }
     }
 
-    // Chunks K0..K1-1 of the tile, B loads in flight at a time; f(k, v) takes each in order.
+    // Flagged scans: chunk k as load_chunk reads it, unmasked, and its flags (the mask and reset
+    // bytes, when there are some; a line start in segmented mode; nothing past the tile's end).
+    template <LoadHint H = kPlain>
+    __device__ __forceinline__ static void load_chunk_flagged(const RowsArgs &a, const RowSpan &sp, int k, InT (&v)[VEC],
+                                                              unsigned &fl)
+    {
+        const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+        const InT *x = static_cast<const InT *>(a.x) + sp.ox;
+        const int e0 = warp * Tile::WARP_SPAN + k * 32 * VEC + lane * VEC;
+        fl = 0;
+        if (e0 < sp.count) {
+            const int64_t p = sp.pbase + (REVERSE ? sp.count - e0 - VEC : e0);
+            if constexpr (VEC > 1) {
+                const Vec<InT, VEC> xv = load_vec_hinted<InT, VEC, H>(x + p);
+#pragma unroll
+                for (int j = 0; j < VEC; j++) v[j] = xv.v[REVERSE ? VEC - 1 - j : j];
+            } else {
+                v[0] = load_hinted<H>(x + p * a.sx);
+            }
+            const unsigned keep = a.mask ? byte_bits<H>(a.mask + sp.om, p, a.sm) : (1u << VEC) - 1;
+            unsigned reset = a.reset ? byte_bits<H>(a.reset + sp.orst, p, a.sr) : 0;
+            // lines are whole multiples of VEC here, so only a vector's first element starts one
+            if (SEG && e0 % (int)a.len == 0) reset |= 1u;
+            fl = keep | reset << 16;
+        } else {
+#pragma unroll
+            for (int j = 0; j < VEC; j++) v[j] = S::in_identity();
+        }
+    }
+
+    template <LoadHint H = kPlain>
+    __device__ __forceinline__ static void load_any(const RowsArgs &a, const RowSpan &sp, int k, InT (&v)[VEC],
+                                                    unsigned &fl)
+    {
+        if constexpr (FLAGGED) {
+            load_chunk_flagged<H>(a, sp, k, v, fl);
+        } else {
+            load_chunk<H>(a, sp, k, v);
+            fl = 0;
+        }
+    }
+
+    __device__ __forceinline__ static void load(const RowsArgs &a, int64_t unit, Regs &r)
+    {
+        const RowSpan sp = span(a, unit);
+#pragma unroll
+        for (int k = 0; k < K; k++) load_any(a, sp, k, r.v[k], r.fl[k]);
+    }
+
+    // Chunks K0..K1-1 of the tile, B loads in flight at a time; f(k, v, flags) takes each in order.
     template <int K0, int K1, int B, LoadHint H, typename F>
     __device__ __forceinline__ static void each_chunk(const RowsArgs &a, const RowSpan &sp, F &&f)
     {
@@ -205,11 +270,36 @@ struct RowTileScan {
 #pragma unroll
         for (int k0 = K0; k0 < K1; k0 += B) {
             InT v[B][VEC];
+            unsigned fl[B];
 #pragma unroll
-            for (int b = 0; b < B; b++) load_chunk<H>(a, sp, k0 + b, v[b]);
+            for (int b = 0; b < B; b++) load_any<H>(a, sp, k0 + b, v[b], fl[b]);
 #pragma unroll
-            for (int b = 0; b < B; b++) f(k0 + b, v[b]);
+            for (int b = 0; b < B; b++) f(k0 + b, v[b], fl[b]);
         }
+    }
+
+    // The 1-based index along its line of element j of chunk k (cummax / cummin).
+    __device__ __forceinline__ static int64_t index_of(const RowsArgs &a, const RowSpan &sp, int k, int j)
+    {
+        const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+        const int e = warp * Tile::WARP_SPAN + k * 32 * VEC + lane * VEC + j;
+        if constexpr (SEG) {
+            const int r = e % (int)a.len;
+            return REVERSE ? a.len - r : r + 1;
+        } else {
+            const int64_t lp = sp.piece * Tile::SIZE + e;
+            return REVERSE ? a.len - lp : lp + 1;
+        }
+    }
+
+    // Element j of chunk k as a state.
+    __device__ __forceinline__ static AccT elem(const Op &op, const RowsArgs &a, const RowSpan &sp, int k,
+                                                const InT (&v)[VEC], unsigned fl, int j)
+    {
+        if constexpr (FLAGGED)
+            return op.lift(v[j], (fl >> j) & 1u, (fl >> (16 + j)) & 1u, S::INDEXED ? index_of(a, sp, k, j) : 0);
+        else
+            return to_acc<AccT>(v[j]);
     }
 
     __device__ __forceinline__ static AccT lane_total(const InT (&v)[VEC])
@@ -219,6 +309,19 @@ struct RowTileScan {
 #pragma unroll
         for (int j = 1; j < VEC; j++) t = op(t, to_acc<AccT>(v[j]));
         return t;
+    }
+
+    __device__ __forceinline__ static AccT lane_total(const Op &op, const RowsArgs &a, const RowSpan &sp, int k,
+                                                      const InT (&v)[VEC], unsigned fl)
+    {
+        if constexpr (FLAGGED) {
+            AccT t = elem(op, a, sp, k, v, fl, 0);
+#pragma unroll
+            for (int j = 1; j < VEC; j++) t = op(t, elem(op, a, sp, k, v, fl, j));
+            return t;
+        } else {
+            return lane_total(v);
+        }
     }
 
     // Stores chunk k, scanned from `b` (the prefix of its first element). `line_start`: its first
@@ -240,7 +343,13 @@ struct RowTileScan {
             out[j] = to_out<OutT>(a.exclusive ? (j == 0 && line_start ? Op::zero() : b) : nb);
             b = nb;
         }
-        const int64_t p = sp.pbase + (REVERSE ? sp.count - e0 - VEC : e0);
+        store_out<STREAM>(a, y, sp.pbase + (REVERSE ? sp.count - e0 - VEC : e0), out);
+    }
+
+    // A chunk's outputs (in scan order) at position p of its line.
+    template <bool STREAM>
+    __device__ __forceinline__ static void store_out(const RowsArgs &a, OutT *y, int64_t p, const OutT (&out)[VEC])
+    {
         if constexpr (VEC > 1) {
             Vec<OutT, VEC> ov;
 #pragma unroll
@@ -254,6 +363,56 @@ struct RowTileScan {
         }
     }
 
+    // Flagged scans: the outputs of chunk k (and their indices, when asked for). An element that
+    // starts a segment (or the line) gets the empty prefix in an exclusive scan.
+    template <bool STREAM = false>
+    __device__ __forceinline__ static void store_chunk_flagged(const RowsArgs &a, const RowSpan &sp, int k, AccT b,
+                                                               const InT (&v)[VEC], unsigned fl, bool line_start)
+    {
+        const Op op(a.op);
+        const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+        const int e0 = warp * Tile::WARP_SPAN + k * 32 * VEC + lane * VEC;
+        if (e0 >= sp.count) return;
+        OutT *y = static_cast<OutT *>(a.out) + sp.oo;
+        OutT out[VEC];
+        int64_t idx[VEC];
+#pragma unroll
+        for (int j = 0; j < VEC; j++) {
+            const AccT nb = op(b, elem(op, a, sp, k, v, fl, j));
+            const bool first = ((fl >> (16 + j)) & 1u) || (j == 0 && line_start);
+            const AccT o = a.exclusive ? (first ? op.empty() : b) : nb;
+            out[j] = S::out(o);
+            idx[j] = S::index(o);
+            b = nb;
+        }
+        const int64_t p = sp.pbase + (REVERSE ? sp.count - e0 - VEC : e0);
+        store_out<STREAM>(a, y, p, out);
+        if constexpr (S::INDEXED) {
+            if (a.indices) {
+                int64_t *yi = a.indices + sp.oidx;
+                if constexpr (VEC > 1) {
+#pragma unroll
+                    for (int h = 0; h < VEC; h += 2) {
+                        Vec<int64_t, 2> iv;
+                        iv.v[0] = idx[REVERSE ? VEC - 1 - h : h];
+                        iv.v[1] = idx[REVERSE ? VEC - 2 - h : h + 1];
+                        store_vec<int64_t, 2>(yi + p + h, iv);
+                    }
+                } else {
+                    yi[p * a.si] = idx[0];
+                }
+            }
+        }
+    }
+
+    template <bool STREAM = false>
+    __device__ __forceinline__ static void store_any(const RowsArgs &a, const RowSpan &sp, int k, AccT b,
+                                                     const InT (&v)[VEC], unsigned fl, bool line_start)
+    {
+        if constexpr (FLAGGED) store_chunk_flagged<STREAM>(a, sp, k, b, v, fl, line_start);
+        else store_chunk<STREAM>(a, sp, k, b, v, line_start);
+    }
+
     // Does chunk k of this lane start its line (for a tile that is not segmented)?
     __device__ __forceinline__ static bool starts_line(const RowSpan &sp, int k)
     {
@@ -263,29 +422,30 @@ struct RowTileScan {
 
     // Scans tile `unit` and stores it. With `with_carry` (a block walking a whole line) the tile
     // starts from `carry_in` and the new carry is returned; otherwise it starts a line.
+    // Flagged scans fold a segmented tile as one stream: its line starts are segment starts.
     __device__ __forceinline__ static AccT scan_and_store(const RowsArgs &a, int64_t unit, const Regs &r, Shared &sh,
-                                                          bool with_carry = false, AccT carry_in = Op::identity())
+                                                          bool with_carry = false, AccT carry_in = Op().identity())
     {
-        const Op op;
+        const Op op(a.op);
         const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-        const RowSpan sp = row_span<REVERSE, SEG, Tile::SIZE>(a, unit);
+        const RowSpan sp = span(a, unit);
 
         // lane prefixes within the warp, warp totals
         AccT lane_prefix[K];
         int head[K];
-        if constexpr (!SEG) {
-            AccT carry = Op::identity();
+        if constexpr (!SEG || FLAGGED) {
+            AccT carry = op.identity();
 #pragma unroll
             for (int k = 0; k < K; k++) {
                 AccT total;
-                const AccT ex = warp_exclusive(op, lane_total(r.v[k]), total);
+                const AccT ex = warp_exclusive(op, lane_total(op, a, sp, k, r.v[k], r.fl[k]), total);
                 lane_prefix[k] = op(carry, ex);
                 carry = op(carry, total);
                 head[k] = 0;
             }
             if (lane == 0) sh.warp_total[warp] = carry;
         } else {
-            SegPair<AccT> carry{ 0, Op::identity() };
+            SegPair<AccT> carry{ 0, op.identity() };
 #pragma unroll
             for (int k = 0; k < K; k++) {
                 const int e0 = warp * Tile::WARP_SPAN + k * 32 * VEC + lane * VEC;
@@ -293,7 +453,7 @@ struct RowTileScan {
                 SegPair<AccT> total;
                 SegPair<AccT> incl = warp_seg_scan(op, SegPair<AccT>{ head[k], lane_total(r.v[k]) }, &total);
                 SegPair<AccT> ex{ __shfl_up_sync(0xffffffffu, incl.f, 1), __shfl_up_sync(0xffffffffu, incl.v, 1) };
-                if (lane == 0) ex = SegPair<AccT>{ 0, Op::identity() };
+                if (lane == 0) ex = SegPair<AccT>{ 0, op.identity() };
                 SegPair<AccT> before = seg_combine(op, carry, ex);
                 lane_prefix[k] = before.v;
                 head[k] |= before.f << 1;        // bit 1: a line start lies before this lane in the warp
@@ -307,10 +467,10 @@ struct RowTileScan {
         __syncthreads();
 
         // the warps before this one, and the carry from the tiles before this one
-        AccT warp_prefix = Op::identity();
+        AccT warp_prefix = op.identity();
         int warp_prefix_flag = 0;
         for (int w = 0; w < warp; w++) {
-            if constexpr (SEG) {
+            if constexpr (SEG && !FLAGGED) {
                 SegPair<AccT> s = seg_combine(op, SegPair<AccT>{ warp_prefix_flag, warp_prefix },
                                               SegPair<AccT>{ sh.warp_flag[w], sh.warp_total[w] });
                 warp_prefix = s.v;
@@ -319,8 +479,8 @@ struct RowTileScan {
                 warp_prefix = op(warp_prefix, sh.warp_total[w]);
             }
         }
-        AccT prefix = Op::identity();
-        AccT carry_out = Op::identity();
+        AccT prefix = op.identity();
+        AccT carry_out = op.identity();
         if constexpr (!SEG) {
             if (with_carry) {
                 // the tile total joins the carry in the same order the look-back chain uses
@@ -335,18 +495,18 @@ struct RowTileScan {
         for (int k = 0; k < K; k++) {
             AccT b;
             bool start;
-            if constexpr (SEG) {
+            if constexpr (SEG && !FLAGGED) {
                 // a line starting in this lane starts from the identity; otherwise it continues from
                 // the nearest line start before it (in this warp, or in an earlier one)
                 AccT within = lane_prefix[k];
                 if (!(head[k] & 2)) within = op(warp_prefix, within);
                 start = head[k] & 1;
-                b = start ? Op::identity() : op(Op::identity(), within);
+                b = start ? op.identity() : op(op.identity(), within);
             } else {
                 b = op(prefix, op(warp_prefix, lane_prefix[k]));
                 start = starts_line(sp, k);
             }
-            store_chunk(a, sp, k, b, r.v[k], start);
+            store_any(a, sp, k, b, r.v[k], r.fl[k], start);
         }
         return carry_out;
     }
@@ -354,7 +514,7 @@ struct RowTileScan {
 
 // One tile per block, each tile whole lines (segmented) or the whole of one line (single).
 template <class S, int VEC, bool SEG>
-__global__ void __launch_bounds__(S::P::kRowWarps * kWarp, S::P::kRowBlocksPerSm)
+__global__ void __launch_bounds__(S::P::kRowWarps * kWarp, S::FLAGGED ? S::P::kRowBlocksPerSmFlagged : S::P::kRowBlocksPerSm)
 scan_rows_kernel(const RowsArgs a)
 {
     if constexpr (policy_active<typename S::P>()) {
@@ -372,43 +532,45 @@ scan_rows_kernel(const RowsArgs a)
 // (loads kept in L1), and again, after the look-back, to scan it from cache.
 template <class S, int VEC>
 __global__ void __launch_bounds__(S::P::kRowWarps * kWarp, 2)
-scan_line_pieces_kernel(const RowsArgs a, const PackedStatus<typename S::AccT> st, const WorkQueue q)
+scan_line_pieces_kernel(const RowsArgs a, const LineStatus<typename S::AccT> st, const WorkQueue q)
 {
     if constexpr (policy_active<typename S::P>()) {
-        using T = RowTileScan<S, VEC, false, kPieceBytes<typename S::P, S::MASKED>>;
+        using T = RowTileScan<S, VEC, false, kPieceBytes<S>>;
         using AccT = typename S::AccT;
         using InT = typename S::InT;
         using Op = typename S::Op;
         // chunks a warp has; those held in registers (fewer when the fold's type is wider)
         constexpr int K = T::K;
-        constexpr int KEEP = K / (sizeof(AccT) > sizeof(InT) && sizeof(InT) == 4 ? S::P::kPieceKeepDivisorWideAcc
-                                                                                 : S::P::kPieceKeepDivisor);
+        constexpr int KEEP = K / (S::FLAGGED ? S::P::kPieceKeepDivisorFlagged
+                                  : sizeof(AccT) > sizeof(InT) && sizeof(InT) == 4 ? S::P::kPieceKeepDivisorWideAcc
+                                                                                   : S::P::kPieceKeepDivisor);
         constexpr int WARPS = T::WARPS;
-        const Op op;
+        const Op op(a.op);
         __shared__ typename T::Shared sh;
         __shared__ int64_t slot[2];
         int parity = 0;
         const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
         const int64_t unit = q.take(slot, parity);
         q.finish();  // one unit per block: it takes no more
-        const RowSpan sp = row_span<S::REVERSE, false, T::Tile::SIZE>(a, unit);
+        const RowSpan sp = T::span(a, unit);
 
         // read 1: the held half (streamed past L1) and the other half (kept in L1 for read 2), all
         // loads of a half in flight at once; the warp's total in a fixed order: lane folds, then CUB's
         // shuffle tree
         InT keep[KEEP][VEC];
+        unsigned keep_fl[KEEP];
 #pragma unroll
-        for (int k = 0; k < KEEP; k++) T::template load_chunk<kLast>(a, sp, k, keep[k]);
-        AccT total = Op::identity();
-        T::template each_chunk<KEEP, K, K - KEEP, kL1>(a, sp, [&](int, const InT (&v)[VEC]) {
+        for (int k = 0; k < KEEP; k++) T::template load_any<kLast>(a, sp, k, keep[k], keep_fl[k]);
+        AccT total = op.identity();
+        T::template each_chunk<KEEP, K, K - KEEP, kL1>(a, sp, [&](int k, const InT (&v)[VEC], unsigned fl) {
 #pragma unroll
-            for (int j = 0; j < VEC; j++) total = op(total, to_acc<AccT>(v[j]));
+            for (int j = 0; j < VEC; j++) total = op(total, T::elem(op, a, sp, k, v, fl, j));
         });
-        AccT held = Op::identity();
+        AccT held = op.identity();
 #pragma unroll
         for (int k = 0; k < KEEP; k++)
 #pragma unroll
-            for (int j = 0; j < VEC; j++) held = op(held, to_acc<AccT>(keep[k][j]));
+            for (int j = 0; j < VEC; j++) held = op(held, T::elem(op, a, sp, k, keep[k], keep_fl[k], j));
         total = op(held, total);
         {
             typename cub::WarpReduce<AccT>::TempStorage unused;
@@ -421,7 +583,7 @@ scan_line_pieces_kernel(const RowsArgs a, const PackedStatus<typename S::AccT> s
         if (warp == 0) {
             AccT tile_total = sh.warp_total[0];
             for (int w = 1; w < WARPS; w++) tile_total = op(tile_total, sh.warp_total[w]);
-            AccT p = Op::identity();
+            AccT p = op.identity();
             if (sp.piece == 0) {
                 if (lane == 0) st.post(unit, kInclusive, tile_total);
             } else {
@@ -437,14 +599,14 @@ scan_line_pieces_kernel(const RowsArgs a, const PackedStatus<typename S::AccT> s
         // totals of the warps before this one
         AccT carry = sh.prefix;
         for (int w = 0; w < warp; w++) carry = op(carry, sh.warp_total[w]);
-        auto scan_chunk = [&](int k, const InT (&v)[VEC]) {
+        auto scan_chunk = [&](int k, const InT (&v)[VEC], unsigned fl) {
             AccT chunk_total;
-            const AccT ex = warp_exclusive(op, T::lane_total(v), chunk_total);
-            T::template store_chunk<true>(a, sp, k, op(carry, ex), v, T::starts_line(sp, k));
+            const AccT ex = warp_exclusive(op, T::lane_total(op, a, sp, k, v, fl), chunk_total);
+            T::template store_any<true>(a, sp, k, op(carry, ex), v, fl, T::starts_line(sp, k));
             carry = op(carry, chunk_total);
         };
 #pragma unroll
-        for (int k = 0; k < KEEP; k++) scan_chunk(k, keep[k]);
+        for (int k = 0; k < KEEP; k++) scan_chunk(k, keep[k], keep_fl[k]);
         // up to 4 re-reads in flight at a time
         constexpr int B = (K - KEEP) % 4 == 0 ? 4 : ((K - KEEP) % 2 == 0 ? 2 : 1);
         T::template each_chunk<KEEP, K, B, kLast>(a, sp, scan_chunk);
@@ -455,28 +617,40 @@ scan_line_pieces_kernel(const RowsArgs a, const PackedStatus<typename S::AccT> s
 // before scanning the current one, so its loads stay in flight. No block waits on another. The carry
 // chain is the look-back chain's (P_t = P_{t-1} op A_t) over tiles of this size.
 template <class S, int VEC>
+__device__ __forceinline__ void scan_whole_lines(const RowsArgs &a)
+{
+    using T = RowTileScan<S, VEC, false, kLineTileBytes<S>>;
+    using AccT = typename S::AccT;
+    __shared__ typename T::Shared sh;
+    const int64_t first = (int64_t)blockIdx.x * a.tiles_per_line;
+    const int64_t end = first + a.tiles_per_line;
+    typename T::Regs ra, rb;
+    AccT carry = typename S::Op(a.op).identity();
+    T::load(a, first, ra);
+    for (int64_t u = first; u < end; u += 2) {
+        if (u + 1 < end) T::load(a, u + 1, rb);
+        carry = T::scan_and_store(a, u, ra, sh, true, carry);
+        __syncthreads();   // shared totals are reused by the next tile
+        if (u + 1 >= end) break;
+        if (u + 2 < end) T::load(a, u + 2, ra);
+        carry = T::scan_and_store(a, u + 1, rb, sh, true, carry);
+        __syncthreads();
+    }
+}
+
+template <class S, int VEC>
 __global__ void __launch_bounds__(S::P::kRowWarps * kWarp)
 scan_lines_kernel(const RowsArgs a)
 {
-    if constexpr (policy_active<typename S::P>()) {
-        using T = RowTileScan<S, VEC, false, kLineTileBytes<typename S::P, S::MASKED>>;
-        using AccT = typename S::AccT;
-        __shared__ typename T::Shared sh;
-        const int64_t first = (int64_t)blockIdx.x * a.tiles_per_line;
-        const int64_t end = first + a.tiles_per_line;
-        typename T::Regs ra, rb;
-        AccT carry = S::Op::identity();
-        T::load(a, first, ra);
-        for (int64_t u = first; u < end; u += 2) {
-            if (u + 1 < end) T::load(a, u + 1, rb);
-            carry = T::scan_and_store(a, u, ra, sh, true, carry);
-            __syncthreads();   // shared totals are reused by the next tile
-            if (u + 1 >= end) break;
-            if (u + 2 < end) T::load(a, u + 2, ra);
-            carry = T::scan_and_store(a, u + 1, rb, sh, true, carry);
-            __syncthreads();
-        }
-    }
+    if constexpr (policy_active<typename S::P>()) scan_whole_lines<S, VEC>(a);
+}
+
+// The same for flagged scans, whose larger states get a bound of their own (blocks an SM).
+template <class S, int VEC>
+__global__ void __launch_bounds__(S::P::kRowWarps * kWarp, S::P::kRowBlocksPerSmFlagged)
+scan_lines_flagged_kernel(const RowsArgs a)
+{
+    if constexpr (policy_active<typename S::P>()) scan_whole_lines<S, VEC>(a);
 }
 
 }  // namespace cuscan

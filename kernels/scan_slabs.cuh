@@ -17,9 +17,11 @@
 // prefix, and the thread writes its outputs in place (pass 2). Head rows (a slab's first row in
 // scan order) restart the fold. Every combine's order follows from the shape alone, so a scan gives
 // the same bits on every run, and walking and looking back give the same bits too.
+// Flagged scans (scan_ops.cuh) stage each element's kept and reset bits in a byte array beside the
+// stage, and write cummax / cummin indices straight from the segments (the stage holds the values).
 #pragma once
 #include "lookback.cuh"
-#include "scan_rows.cuh"   // SegPair, seg_combine, warp_seg_scan
+#include "scan_rows.cuh"   // warp_seg_scan
 
 namespace cuscan {
 
@@ -44,6 +46,10 @@ struct SlabArgs {
     int exclusive;
     int mode;
     int64_t units;
+    // flagged scans (in x's layout, as every operand of a flat plan)
+    const unsigned char *reset;
+    int64_t *indices;
+    OpArgs op;
 };
 
 // Where one tile lies: rows [row0, row0 + nrows) of the stream (global row = slab * len + row) and
@@ -61,19 +67,23 @@ struct SlabScan {
     using AccT = typename S::AccT;
     using OutT = typename S::OutT;
     using Op = typename S::Op;
+    static constexpr bool FLAGGED = S::FLAGGED;
     static constexpr int THREADS = P::kSlabThreads;
     static constexpr int WARPS = THREADS / kWarp;
-    // elements of a full tile (masked tiles are smaller: the mask's loads need registers too)
-    static constexpr int TILE_BYTES = P::kSlabStageBytes / (S::MASKED && sizeof(OutT) > 4 ? P::kSlabMaskedDivisor : 1);
+    // elements of a full tile (masked tiles are smaller: the mask's loads need registers too; the
+    // flagged scans' larger states need shared memory)
+    static constexpr int TILE_BYTES = FLAGGED ? P::kSlabStageBytesFlagged
+                                    : P::kSlabStageBytes / (S::MASKED && sizeof(OutT) > 4 ? P::kSlabMaskedDivisor : 1);
     static constexpr int TILE = TILE_BYTES / (int)sizeof(OutT) < P::kSlabTileElements ? TILE_BYTES / (int)sizeof(OutT)
                                                                                        : P::kSlabTileElements;
     static constexpr int VIN = 16 / (int)sizeof(InT), VOUT = 16 / (int)sizeof(OutT);
-    static constexpr int SR_MAX = P::kSlabSegRowsMax;            // rows a thread holds in registers
+    static constexpr int SR_MAX = FLAGGED ? P::kSlabSegRowsMaxFlagged : P::kSlabSegRowsMax;   // rows a thread holds
     static constexpr int ITEMS = (P::kSlabMaxWidth > THREADS ? P::kSlabMaxWidth : THREADS);  // table size
     static constexpr int NI = ITEMS / THREADS;                  // table items a thread owns
 
     struct Shared {
         alignas(16) OutT stage[TILE + 2 * VIN];
+        unsigned char flags[FLAGGED ? TILE + 2 * VIN : 1];   // flagged scans: kKeepBit | kResetBit
         AccT carry[P::kSlabMaxWidth];
         // each segment's (head seen, fold since the last head), then the prefix it starts from in .v
         SegPair<AccT> table[ITEMS];
@@ -120,6 +130,15 @@ struct SlabScan {
         return keep ? OutT(to_acc<AccT>(v)) : OutT(to_acc<AccT>(S::in_zero()));
     }
 
+    // Flagged scans: element e of the stage from stream position g (x's value as it is, its flags).
+    static constexpr unsigned char kKeepBit = 1, kResetBit = 2;
+    __device__ __forceinline__ static void stage_flagged(const SlabArgs &a, Shared &sh, int e, int64_t g)
+    {
+        const InT *x = static_cast<const InT *>(a.x);
+        sh.stage[e] = S::stage(x[g]);
+        sh.flags[e] = (!a.mask || a.mask[g] ? kKeepBit : 0) | (a.reset && a.reset[g] ? kResetBit : 0);
+    }
+
     // Vector runs of a tile: all of a thread's loads are issued before the first is used (an
     // unrolled loop over at most NV of them), so they are in flight together.
     static constexpr int NV = (TILE + 2 * VIN) / (THREADS * VIN) + 1;
@@ -129,7 +148,7 @@ struct SlabScan {
     {
         const InT *x = static_cast<const InT *>(a.x);
         Vec<InT, VIN> xv[NV];
-        Vec<unsigned char, VIN> mv[NV];
+        Vec<unsigned char, VIN> mv[NV], rv[FLAGGED ? NV : 1];
         bool full[NV];
 #pragma unroll
         for (int k = 0; k < NV; k++) {
@@ -139,6 +158,10 @@ struct SlabScan {
             if (full[k]) {
                 xv[k] = load_vec<InT, VIN>(x + g);
                 if constexpr (S::MASKED) mv[k] = load_vec<unsigned char, VIN>(a.mask + g);
+                if constexpr (FLAGGED) {
+                    if (a.mask) mv[k] = load_vec<unsigned char, VIN>(a.mask + g);
+                    if (a.reset) rv[k] = load_vec<unsigned char, VIN>(a.reset + g);
+                }
             }
         }
 #pragma unroll
@@ -147,19 +170,29 @@ struct SlabScan {
             OutT *dst = sh.stage + i * VIN;
             if (full[k]) {
 #pragma unroll
-                for (int j = 0; j < VIN; j++) dst[j] = staged(xv[k].v[j], !S::MASKED || mv[k].v[j]);
+                for (int j = 0; j < VIN; j++) {
+                    if constexpr (FLAGGED) {
+                        dst[j] = S::stage(xv[k].v[j]);
+                        sh.flags[i * VIN + j] = (!a.mask || mv[k].v[j] ? kKeepBit : 0) | (a.reset && rv[k].v[j] ? kResetBit : 0);
+                    } else {
+                        dst[j] = staged(xv[k].v[j], !S::MASKED || mv[k].v[j]);
+                    }
+                }
             } else if (i < nv) {
                 // a vector past the stream's end goes element by element (the rest belongs to nobody)
                 const int64_t g = at(i);
-                for (int j = 0; j < VIN && g + j < a.total; j++) dst[j] = staged(x[g + j], !S::MASKED || a.mask[g + j]);
+                for (int j = 0; j < VIN && g + j < a.total; j++) {
+                    if constexpr (FLAGGED) stage_flagged(a, sh, i * VIN + j, g + j);
+                    else dst[j] = staged(x[g + j], !S::MASKED || a.mask[g + j]);
+                }
             }
         }
     }
 
     __device__ __forceinline__ static void load_tile(const SlabArgs &a, const SlabTile &t, Shared &sh)
     {
-        const InT *x = static_cast<const InT *>(a.x);
-        const unsigned char *m = a.mask;
+        [[maybe_unused]] const InT *x = static_cast<const InT *>(a.x);
+        [[maybe_unused]] const unsigned char *m = a.mask;
         const int n = t.nrows * t.ncols;
         if (whole_rows(a, t)) {
             const int64_t f0 = t.row0 * a.inner;
@@ -168,6 +201,8 @@ struct SlabScan {
                 const int shift = (int)(f0 % VIN);
                 const int64_t base = f0 - shift;
                 load_vectors(a, (shift + n + VIN - 1) / VIN, [&](int i) { return base + (int64_t)i * VIN; }, sh);
+            } else if constexpr (FLAGGED) {
+                for (int e = threadIdx.x; e < n; e += THREADS) stage_flagged(a, sh, e, f0 + e);
             } else {
                 for (int e = threadIdx.x; e < n; e += THREADS) sh.stage[e] = staged(x[f0 + e], !S::MASKED || m[f0 + e]);
             }
@@ -184,7 +219,8 @@ struct SlabScan {
         for (int e = threadIdx.x; e < n; e += THREADS) {
             const int r = e / t.ncols, c = e - r * t.ncols;
             const int64_t g = (t.row0 + r) * a.inner + t.col0 + c;
-            sh.stage[e] = staged(x[g], !S::MASKED || m[g]);
+            if constexpr (FLAGGED) stage_flagged(a, sh, e, g);
+            else sh.stage[e] = staged(x[g], !S::MASKED || m[g]);
         }
     }
 
@@ -246,6 +282,7 @@ struct SlabScan {
     struct Segment {
         OutT v[SR_MAX];
         int idx0, step, count, lo;   // stage index of its first element, the step to the next one
+        int r0, c;                   // the tile row of its first element, its column
     };
 
     __device__ __forceinline__ static void segment_at(const SlabArgs &a, const SlabTile &t, int shift, int s, int c,
@@ -256,6 +293,24 @@ struct SlabScan {
         const int r0 = S::REVERSE ? t.nrows - 1 - g.lo : g.lo;
         g.idx0 = shift + r0 * t.ncols + c;
         g.step = S::REVERSE ? -t.ncols : t.ncols;
+        g.r0 = r0;
+        g.c = c;
+    }
+
+    // Flagged scans: the segment's element i (logical row `slab_row` of its slab in whole mode) as a
+    // state, with its 1-based index along the line for cummax / cummin.
+    __device__ __forceinline__ static int64_t index_in_slab(const SlabArgs &a, const SlabTile &t, const Segment &g,
+                                                            int i, int slab_row)
+    {
+        const int64_t row = a.mode == kSlabWhole ? slab_row : t.piece * a.rows + g.lo + i;
+        return S::REVERSE ? a.len - row : row + 1;
+    }
+    __device__ __forceinline__ static AccT elem_flagged(const Op &op, const SlabArgs &a, const SlabTile &t,
+                                                        const Shared &sh, const Segment &g, int i, OutT e, int slab_row)
+    {
+        const unsigned char f = sh.flags[g.idx0 + i * g.step];
+        return op.lift(e, (f & kKeepBit) != 0, (f & kResetBit) != 0,
+                       S::INDEXED ? index_in_slab(a, t, g, i, slab_row) : 0);
     }
 
     // Pass 1: read the segment (into registers with HOLD), and its (head seen, fold since the last
@@ -264,8 +319,8 @@ struct SlabScan {
     __device__ __forceinline__ static SegPair<AccT> segment_fold(const SlabArgs &a, const SlabTile &t, const Shared &sh,
                                                                  Segment &g)
     {
-        const Op op;
-        SegPair<AccT> acc{ 0, Op::identity() };
+        const Op op(a.op);
+        SegPair<AccT> acc{ 0, op.identity() };
         int slab_row = first_slab_row(a, t, g.lo);
 #pragma unroll
         for (int i = 0; i < SR_MAX; i++) {
@@ -273,7 +328,9 @@ struct SlabScan {
             {
                 const OutT e = sh.stage[g.idx0 + i * g.step];
                 if constexpr (HOLD) g.v[i] = e;
-                const AccT v = to_acc<AccT>(e);
+                AccT v;
+                if constexpr (FLAGGED) v = elem_flagged(op, a, t, sh, g, i, e, slab_row);
+                else v = to_acc<AccT>(e);
                 if (slab_row == 0) acc = SegPair<AccT>{ 1, v };
                 else acc.v = op(acc.v, v);
                 slab_row = next_slab_row(a, slab_row);
@@ -288,36 +345,69 @@ struct SlabScan {
     __device__ __forceinline__ static void segment_write(const SlabArgs &a, const SlabTile &t, Shared &sh,
                                                          const Segment &g, AccT prefix)
     {
-        const Op op;
+        const Op op(a.op);
+        if constexpr (FLAGGED) {
+            segment_write_flagged<HOLD>(op, a, t, sh, g, prefix);
+        } else {
+            AccT acc = prefix;
+            int slab_row = first_slab_row(a, t, g.lo);
+#pragma unroll
+            for (int i = 0; i < SR_MAX; i++) {
+                if (i >= g.count) break;
+                {
+                    const AccT v = to_acc<AccT>(HOLD ? g.v[i] : sh.stage[g.idx0 + i * g.step]);
+                    const bool head = slab_row == 0;
+                    const AccT before = acc;
+                    acc = head ? v : op(acc, v);
+                    sh.stage[g.idx0 + i * g.step] = to_out<OutT>(a.exclusive ? (head ? Op::zero() : before) : acc);
+                    slab_row = next_slab_row(a, slab_row);
+                }
+            }
+        }
+    }
+
+    // segment_write for flagged scans: a segment start (reset) empties an exclusive output as a
+    // slab's head does; indices go straight to memory.
+    template <bool HOLD>
+    __device__ __forceinline__ static void segment_write_flagged(const Op &op, const SlabArgs &a, const SlabTile &t,
+                                                                 Shared &sh, const Segment &g, AccT prefix)
+    {
         AccT acc = prefix;
         int slab_row = first_slab_row(a, t, g.lo);
 #pragma unroll
         for (int i = 0; i < SR_MAX; i++) {
             if (i >= g.count) break;
             {
-                const AccT v = to_acc<AccT>(HOLD ? g.v[i] : sh.stage[g.idx0 + i * g.step]);
+                const int e = g.idx0 + i * g.step;
+                const AccT v = elem_flagged(op, a, t, sh, g, i, HOLD ? g.v[i] : sh.stage[e], slab_row);
                 const bool head = slab_row == 0;
                 const AccT before = acc;
                 acc = head ? v : op(acc, v);
-                sh.stage[g.idx0 + i * g.step] = to_out<OutT>(a.exclusive ? (head ? Op::zero() : before) : acc);
+                const AccT o = a.exclusive ? (head || v.f ? op.empty() : before) : acc;
+                sh.stage[e] = S::out(o);
+                if constexpr (S::INDEXED) {
+                    if (a.indices) {
+                        const int r = S::REVERSE ? g.r0 - i : g.r0 + i;
+                        a.indices[(t.row0 + r) * a.inner + t.col0 + g.c] = S::index(o);
+                    }
+                }
                 slab_row = next_slab_row(a, slab_row);
             }
         }
     }
 
     // The block-wide exclusive segmented scan of one pair per thread (threads in order).
-    __device__ __forceinline__ static SegPair<AccT> block_seg_exclusive(SegPair<AccT> p, Shared &sh)
+    __device__ __forceinline__ static SegPair<AccT> block_seg_exclusive(const Op &op, SegPair<AccT> p, Shared &sh)
     {
-        const Op op;
         const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
         SegPair<AccT> total;
         const SegPair<AccT> incl = warp_seg_scan(op, p, &total);
         if (lane == 0) sh.warp_total[warp] = total;
         __syncthreads();
-        SegPair<AccT> before{ 0, Op::identity() };
+        SegPair<AccT> before{ 0, op.identity() };
         for (int w = 0; w < warp; w++) before = seg_combine(op, before, sh.warp_total[w]);
-        SegPair<AccT> ex{ __shfl_up_sync(0xffffffffu, incl.f, 1), __shfl_up_sync(0xffffffffu, incl.v, 1) };
-        if (lane == 0) ex = SegPair<AccT>{ 0, Op::identity() };
+        SegPair<AccT> ex{ __shfl_up_sync(0xffffffffu, incl.f, 1), shfl_up_state(incl.v, 1) };
+        if (lane == 0) ex = SegPair<AccT>{ 0, op.identity() };
         return seg_combine(op, before, ex);
     }
 };
@@ -340,7 +430,7 @@ __device__ __forceinline__ void scan_staged_tile(const SlabArgs &a, const SlabTi
     using T = SlabScan<S>;
     using AccT = typename S::AccT;
     using Op = typename S::Op;
-    const Op op;
+    const Op op(a.op);
     const int shift = T::shift_of(a, t);
     const int segs = a.segs;
 
@@ -350,7 +440,7 @@ __device__ __forceinline__ void scan_staged_tile(const SlabArgs &a, const SlabTi
             typename T::Segment g;
             T::segment_at(a, t, shift, 0, c, g);
             T::segment_fold(a, t, sh, g);
-            T::segment_write(a, t, sh, g, Op::identity());
+            T::segment_write(a, t, sh, g, op.identity());
         }
         return;
     }
@@ -389,17 +479,17 @@ __device__ __forceinline__ void scan_staged_tile(const SlabArgs &a, const SlabTi
     const int nitems = t.ncols * segs;
 #pragma unroll
     for (int j = 0; j < 2; j++) {
-        ex[j] = total[j] = Op::identity();
+        ex[j] = total[j] = op.identity();
         it.cols[j] = 0;
     }
     if (segs > 1) {
         const int u = threadIdx.x;
-        SegPair<AccT> agg = u < nitems ? sh.table[u] : SegPair<AccT>{ 0, Op::identity() };
+        SegPair<AccT> agg = u < nitems ? sh.table[u] : SegPair<AccT>{ 0, op.identity() };
         SegPair<AccT> in = agg;
         const int s = u % segs;
         if (s == 0) in.f = 1;   // a column's first segment starts its fold
-        const SegPair<AccT> e = T::block_seg_exclusive(in, sh);
-        ex[0] = s == 0 ? Op::identity() : e.v;
+        const SegPair<AccT> e = T::block_seg_exclusive(op, in, sh);
+        ex[0] = s == 0 ? op.identity() : e.v;
         total[0] = agg.f ? agg.v : op(ex[0], agg.v);
         if (u < nitems) {
             it.cols[0] = u / segs;
@@ -443,15 +533,15 @@ __device__ __forceinline__ void scan_staged_tile(const SlabArgs &a, const SlabTi
 
 // One instance per mode, so that each has the registers of its own path.
 template <class S, int MODE>
-__global__ void __launch_bounds__(S::P::kSlabThreads, sizeof(typename S::OutT) > 4 ? S::P::kSlabBlocksPerSmWide
-                                                                                    : S::P::kSlabBlocksPerSm)
+__global__ void __launch_bounds__(S::P::kSlabThreads, S::FLAGGED                  ? S::P::kSlabBlocksPerSmFlagged
+                                                      : sizeof(typename S::OutT) > 4 ? S::P::kSlabBlocksPerSmWide
+                                                                                     : S::P::kSlabBlocksPerSm)
 scan_slabs_kernel(const SlabArgs a, const VectorStatus<typename S::AccT> st, const WorkQueue q)
 {
     if constexpr (policy_active<typename S::P>()) {
         using T = SlabScan<S>;
         using AccT = typename S::AccT;
-        using Op = typename S::Op;
-        const Op op;
+        const typename S::Op op(a.op);
         __shared__ typename T::Shared sh;
         int parity = 0;
 
@@ -461,7 +551,7 @@ scan_slabs_kernel(const SlabArgs a, const VectorStatus<typename S::AccT> st, con
             T::load_tile(a, t, sh);
             __syncthreads();
             scan_staged_tile<S>(a, t, sh, [&](const SlabTile &, const SlabItems &, const AccT (&)[2], AccT (&carry)[2]) {
-                carry[0] = carry[1] = Op::identity();
+                carry[0] = carry[1] = op.identity();
             });
             __syncthreads();
             T::store_tile(a, t, sh);
@@ -480,7 +570,7 @@ scan_slabs_kernel(const SlabArgs a, const VectorStatus<typename S::AccT> st, con
                         // a strip's first piece starts from nothing
 #pragma unroll
                         for (int j = 0; j < 2; j++)
-                            carry[j] = j < it.n && tt.piece > 0 ? sh.carry[it.cols[j]] : Op::identity();
+                            carry[j] = j < it.n && tt.piece > 0 ? sh.carry[it.cols[j]] : op.identity();
                         __syncthreads();   // every thread has read the carries before the owners move them on
                         if (it.owner)
 #pragma unroll
@@ -507,8 +597,8 @@ scan_slabs_kernel(const SlabArgs a, const VectorStatus<typename S::AccT> st, con
         __syncthreads();
         scan_staged_tile<S>(a, t, sh, [&](const SlabTile &tt, const SlabItems &it, const AccT (&total)[2],
                                           AccT (&carry)[2]) {
-            strip_lookback<2, Op>(st, unit, a.strips, tt.piece == 0, it.owner, it.cols, it.n, total, carry,
-                                  &sh.distance);
+            strip_lookback<2>(op, st, unit, a.strips, tt.piece == 0, it.owner, it.cols, it.n, total, carry,
+                              &sh.distance);
         });
         __syncthreads();
         T::store_tile(a, t, sh);

@@ -24,12 +24,22 @@ struct TuningSm80 {
     static constexpr int kMaskedLineDivisor = 2;       // masked whole-lines tiles are this much smaller
     static constexpr int kMaskedPieceDivisor = 4;      // masked line pieces are this much smaller
     static constexpr int kSegmentedMinTilesPerSm = 2;  // short packed lines share tiles only above this
+    // flagged scans (scan_ops.cuh: larger states, flags beside the tile)
+    static constexpr int kRowVecFlagged = 4;           // elements a lane moves at once (each has an index)
+    static constexpr int kRowBytesFlagged = 64;        // one-tile kernels
+    static constexpr int kRowChunksFlagged = 4;        // ... at most this many chunks (warp scans) a tile
+    static constexpr int kLineBytesFlagged = 32;       // whole-lines kernels (two tiles held)
+    static constexpr int kPieceBytesFlagged = 128;     // line pieces
+    static constexpr int kPieceChunksFlagged = 8;
+    static constexpr int kPieceKeepDivisorFlagged = 4; // ... the share of a piece held in registers (1/n)
+    static constexpr int kRowBlocksPerSmFlagged = 2;   // launch bound of the one-tile and whole-lines kernels
     static constexpr int kWholeLinesMinLinesPerSm = 4; // a block walks whole lines above this
 
     // columns: units of (kColWarps / WC) x rows-per-warp rows by 32 * WC * CV columns
     static constexpr int kColWarps = 8;
     static constexpr int kColMaxRows = 32;             // rows a thread holds
     static constexpr int kColMaxRowsWideAcc = 16;      // ... when a 4-byte input accumulates in 8 bytes
+    static constexpr int kColMaxRowsFlagged = 16;      // ... in flagged scans
     static constexpr int kColWalkMaxRounds = 3;        // strips walk when fewer rounds than this
 
     // slabs: a tile of kSlabStageBytes (in the output type) staged in shared memory
@@ -38,6 +48,9 @@ struct TuningSm80 {
     static constexpr int kSlabBlocksPerSm = 4;
     static constexpr int kSlabBlocksPerSmWide = 3;     // ... for 8-byte outputs (registers for their segments)
     static constexpr int kSlabMaskedDivisor = 1;       // masked tiles hold this much less
+    static constexpr int kSlabStageBytesFlagged = 12 * 1024;   // flagged scans: the stage (their tables are larger)
+    static constexpr int kSlabBlocksPerSmFlagged = 2;  // ... and blocks an SM (registers for their states)
+    static constexpr int kSlabSegRowsMaxFlagged = 9;   // ... and rows of a column a thread holds
     static constexpr int kSlabTileElements = 4096;     // and at most this many elements
     static constexpr int kSlabSegRowsMax = 17;         // rows of a column a thread holds in registers
     static constexpr int kSlabMaxWidth = 512;          // columns of a tile whose slab pieces join up

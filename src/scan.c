@@ -272,21 +272,9 @@ static cs_status plan_scan(cs_scan_plan *p, cs_tensor *out, const cs_tensor *x, 
 
 /* The CUDA kernels run sums and products without reset or indices so far: the rest is refused here
  * rather than left to kernels that would ignore it. Goes when the kernels take them. */
-static cs_status cuda_handles(const cs_scan_plan *p)
-{
-    if (p->op != CS_SCAN_SUM && p->op != CS_SCAN_PROD)
-        return cs_fail(CS_ERR_UNSUPPORTED, "%s is not supported on CUDA yet", op_name(p->op));
-    if (p->reset)
-        return cs_fail(CS_ERR_UNSUPPORTED, "reset: segmented scans are not supported on CUDA yet");
-    if (p->indices) return cs_fail(CS_ERR_UNSUPPORTED, "indices: not supported on CUDA yet");
-    return CS_OK;
-}
-
 static cs_status run_plan(const cs_scan_plan *p, cs_device device)
 {
-    if (device != CS_CUDA) return cs_cpu_scan(p);
-    cs_status st = cuda_handles(p);
-    return st ? st : cs_cuda_scan(p);
+    return device == CS_CUDA ? cs_cuda_scan(p) : cs_cpu_scan(p);
 }
 
 static const cs_scan_args no_args;

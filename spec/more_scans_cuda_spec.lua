@@ -1,0 +1,181 @@
+-- cummax, cummin, logcumsumexp and segmented (reset) cumsum / cumprod in every CUDA kernel family
+-- and mode, forced on small shapes each can take (GPU host only; pending with the reason elsewhere),
+-- against the CPU backend: cummax / cummin values bit for bit (the elements' own bits: -0.0, NaN)
+-- and their indices exactly, integers exactly, floats within an ulp of the output (both round one
+-- float64 prefix); into poisoned outputs, with ties, NaN, infinities and -0.0 in the inputs, masks
+-- and resets in several densities; bit for bit from run to run.
+local H = require("spec.helpers")
+local cs = require("cuscan")
+require("cuscan.assertions")
+
+-- {outer, len, inner} shapes scanned along dim 2, per family/mode, that every dtype pair below can
+-- take there (the flagged kernels hold fewer elements a thread than cumsum's).
+local SHAPES = {
+  ["slabs/whole"] = { { 9, 5, 3 }, { 200, 13, 3 }, { 32, 701, 1 }, { 5, 2, 3000 } },
+  ["slabs/walk"] = { { 2, 4001, 5 }, { 3, 513, 640 } },
+  ["slabs/lookback"] = { { 2, 7001, 3 }, { 1, 30000, 7 } },
+  ["rows/segmented"] = { { 999, 4, 1 }, { 257, 20, 1 } },
+  ["rows/single"] = { { 61, 1000, 1 }, { 5, 24, 1 } },
+  ["rows/lines"] = { { 33, 17001, 1 }, { 8, 4099, 1 } },
+  ["rows/pieces"] = { { 3, 30011, 1 }, { 1, 65537, 1 } },
+  ["columns/lookback"] = { { 5, 333, 65 }, { 3, 1200, 1031 } },
+  ["columns/walk"] = { { 5, 333, 65 }, { 3, 1200, 1031 } },
+}
+local ORDER = { "slabs/whole", "slabs/walk", "slabs/lookback", "rows/segmented", "rows/single", "rows/lines",
+                "rows/pieces", "columns/lookback", "columns/walk" }
+
+-- op -> {input dtype, output dtype} pairs
+local PAIRS = {
+  cummax = { { "float32" }, { "float64" }, { "float16" }, { "bfloat16" }, { "int32" }, { "int64" }, { "bool" } },
+  logcumsumexp = { { "float32" }, { "float64" }, { "float16" }, { "bfloat16", "float32" }, { "float32", "float64" } },
+  cumsum = { { "float32" }, { "float64" }, { "int32", "int64" }, { "bool", "int64" }, { "float16", "float32" } },
+  cumprod = { { "float64" }, { "float32" }, { "int64" }, { "bfloat16", "float64" } },
+}
+PAIRS.cummin = PAIRS.cummax
+local OPS = { "cummax", "cummin", "logcumsumexp", "cumsum", "cumprod" }
+
+local function special(x, u, lo, hi, value)
+  return cs.where(u:ge(lo):logical_and(u:lt(hi)), value, x)
+end
+
+-- Inputs on the CPU: small integers for cummax (ties everywhere), with NaN, +-inf and -0.0 in
+-- places; U[-100, 100) with some -inf for logcumsumexp; values near 1 for products.
+local function input(shape, dtype, op, rng, seed)
+  local base = cs.rand(shape, { seed = seed, dtype = "float64", device = "cpu" })
+  if dtype == "bool" then return base:lt(0.5) end
+  local int = dtype == "int32" or dtype == "int64"
+  local u = cs.rand(shape, { seed = seed + 7, dtype = "float64", device = "cpu" })
+  if op == "logcumsumexp" then
+    return special((base * 200 - 100):to(dtype), u, 0, 0.02, -1 / 0)
+  elseif op == "cumprod" then
+    return int and ((base * 3):to(dtype) - 1) or (base * 0.02 + 0.99):to(dtype)
+  elseif op == "cumsum" then
+    return int and (base * 2000 - 1000):to(dtype) or (base * 2 - 1):to(dtype)
+  end
+  local x = ((base * 9):to("int32") - 4):to(dtype)
+  if int then return x end
+  local nan = rng:pick({ 0, 0.0005, 0.01 })
+  x = special(x, u, 0.1, 0.2, -0.0)
+  x = special(x, u, 0.2, 0.21, 1 / 0)
+  x = special(x, u, 0.21, 0.22, -1 / 0)
+  return special(x, u, 0.5, 0.5 + nan, 0 / 0)
+end
+
+local function run(op, x, dim, opts)
+  if op == "cummax" or op == "cummin" then return x[op](x, dim, opts) end
+  return x[op](x, dim, opts), nil
+end
+
+-- CUDA's result against the CPU's: float32 within 2 ulp, other floats by H.tol.
+local function check(op, odtype, len, want, got, want_i, got_i)
+  assert.equal(want.dtype, got.dtype)
+  if want_i then
+    assert.is_true(H.bits(want) == H.bits(got), "cummax / cummin values differ in their bits")
+    assert.tensor_equal(want_i, got_i)
+  elseif H.is_int_dtype[odtype] then
+    assert.tensor_equal(want, got)
+  elseif odtype == "float32" then
+    assert.tensor_near(want, got, 2 ^ -22, 1e-12 * len)
+  else
+    assert.tensor_near(want, got, H.tol(odtype, op == "cumprod" and "prod" or "sum", len))
+  end
+end
+
+describe("cummax, cummin, logcumsumexp and segmented scans in every kernel family #cuda", function()
+  local it = H.cuda_it()
+  after_each(function() if cs.cuda_available() then cs.force_family(nil) end end)
+
+  for _, family in ipairs(ORDER) do
+    it(family .. ": forced, each new op runs there and agrees with the CPU", function()
+      cs.force_family(family)
+      local rng = H.rng(H.seed_for("more scans " .. family))
+      for _, op in ipairs(OPS) do
+        for _, shape in ipairs(SHAPES[family]) do
+          local pair = rng:pick(PAIRS[op])
+          local idtype, odtype = pair[1], pair[2] or pair[1]
+          local reset_p = rng:pick({ 0, 0.001, 0.05, 0.5 })
+          local masked = rng:bool(0.4) and family ~= "columns/walk"   -- masked column scans never walk
+          -- the segmented sums and products are the point here: they always reset
+          if (op == "cumsum" or op == "cumprod") and reset_p == 0 then reset_p = 0.01 end
+          local opts = { reverse = rng:bool(), exclusive = rng:bool(0.3) }
+          if pair[2] then opts.dtype = odtype end
+          local seed = rng:int(1, 1e9)
+          local case = ("%s %s %s %s -> %s reset %g%s%s%s"):format(family, table.concat(shape, "x"), op, idtype,
+            odtype, reset_p, opts.reverse and " reverse" or "", opts.exclusive and " exclusive" or "",
+            masked and " masked" or "")
+          H.replay(seed, case, function()
+            local x = input(shape, idtype, op, rng, seed)
+            local m = masked and cs.rand(shape, { seed = seed + 1, device = "cpu" }):lt(0.7) or nil
+            local r = reset_p > 0 and cs.rand(shape, { seed = seed + 2, device = "cpu" }):lt(reset_p) or nil
+            local o_cpu = { reverse = opts.reverse, exclusive = opts.exclusive, dtype = opts.dtype, mask = m, reset = r }
+            local want, want_i = run(op, x, 2, o_cpu)
+
+            local xd = x:cuda()
+            local o_gpu = { reverse = opts.reverse, exclusive = opts.exclusive, dtype = opts.dtype,
+                            mask = m and m:cuda(), reset = r and r:cuda() }
+            local out = cs.full(shape, H.poison(odtype), { dtype = odtype, device = "cuda" })
+            local out_i = want_i and cs.full(shape, -777777, { dtype = "int64", device = "cuda" })
+            o_gpu.out = want_i and { out, out_i } or out
+            local plan = cs.explain(xd, 2, { op = op, reverse = opts.reverse, exclusive = opts.exclusive,
+                                             dtype = opts.dtype, mask = o_gpu.mask, reset = o_gpu.reset })
+            assert.equal("cuda " .. family .. ":", plan:sub(1, #family + 6), plan)
+            local got, got_i = run(op, xd, 2, o_gpu)
+            check(op, odtype, shape[2], want, got, want_i, got_i)
+            -- bit for bit again
+            o_gpu.out = nil
+            local again, again_i = run(op, xd, 2, o_gpu)
+            assert.is_true(H.bits(got) == H.bits(again), "a second run gave other bits")
+            if got_i then assert.is_true(H.bits(got_i) == H.bits(again_i), "a second run gave other indices") end
+          end)
+        end
+      end
+    end)
+  end
+
+  it("reset, mask and indices in layouts of their own (rows and columns walk each operand's strides)", function()
+    for _, family in ipairs({ "rows", "columns" }) do
+      cs.force_family(family)
+      for _, op in ipairs({ "cummax", "cummin", "logcumsumexp", "cumsum" }) do
+        local seed = H.seed_for("more scans layouts " .. family .. op)
+        H.replay(seed, family .. " " .. op, function()
+          local rng = H.rng(seed)
+          local x = input({ 37, 301 }, "float32", op, rng, seed)
+          -- mask and reset stored transposed, the outputs written into transposed views
+          local m = cs.rand({ 301, 37 }, { seed = seed + 1, device = "cpu" }):lt(0.8):transpose(1, 2)
+          local r = cs.rand({ 301, 37 }, { seed = seed + 2, device = "cpu" }):lt(0.03):transpose(1, 2)
+          for _, dim in ipairs({ 1, 2 }) do
+            local opts = { reverse = rng:bool(), exclusive = rng:bool(0.3) }
+            local want, want_i = run(op, x, dim, { reverse = opts.reverse, exclusive = opts.exclusive, mask = m, reset = r })
+            local out = cs.full({ 301, 37 }, 0 / 0, { device = "cuda" }):transpose(1, 2)
+            local out_i = cs.full({ 301, 37 }, -1, { dtype = "int64", device = "cuda" }):transpose(1, 2)
+            local got, got_i = run(op, x:cuda(), dim, { reverse = opts.reverse, exclusive = opts.exclusive,
+                                                        mask = m:cuda(), reset = r:cuda(),
+                                                        out = want_i and { out, out_i } or out })
+            check(op, "float32", 301, want, got, want_i, got_i)
+          end
+        end)
+      end
+    end
+  end)
+
+  it("views one element past a vector boundary take the element-wise paths, in every family", function()
+    for _, family in ipairs(ORDER) do
+      cs.force_family(family)
+      local shape = SHAPES[family][1]
+      local n = shape[1] * shape[2] * shape[3]
+      for _, op in ipairs({ "cummax", "logcumsumexp", "cumsum" }) do
+        local seed = H.seed_for("more scans misaligned " .. family .. op)
+        H.replay(seed, family .. " " .. op, function()
+          local rng = H.rng(seed)
+          local flat = input({ n + 1 }, "float32", op, rng, seed)
+          local r = cs.rand({ n + 1 }, { seed = seed + 2, device = "cpu" }):lt(0.02)
+          local x, rx = flat:narrow(1, 2, n):reshape(shape), r:narrow(1, 2, n):reshape(shape)
+          local want, want_i = run(op, x, 2, { reset = rx, reverse = true })
+          local got, got_i = run(op, flat:cuda():narrow(1, 2, n):reshape(shape), 2,
+                                 { reset = r:cuda():narrow(1, 2, n):reshape(shape), reverse = true })
+          check(op, "float32", shape[2], want, got, want_i, got_i)
+        end)
+      end
+    end
+  end)
+end)
