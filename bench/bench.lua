@@ -10,7 +10,7 @@
 -- or so) aim at 90% of their floor.
 --
 --   luajit bench/bench.lua [--csv PATH] [--only PATTERN] [--reps N] [--no-torch] [--no-numpy]
---                          [--compile] [--device cpu|cuda]
+--                          [--compile] [--device cpu|cuda] [--ops cumsum,cummax_indices,...]
 local cs = require("cuscan")
 
 local opts = { reps = 20 }
@@ -19,7 +19,7 @@ do
   while i <= #arg do
     local a = arg[i]
     if a == "--families" then opts.families = true
-    elseif a == "--csv" or a == "--only" or a == "--reps" or a == "--device" then
+    elseif a == "--csv" or a == "--only" or a == "--reps" or a == "--device" or a == "--ops" then
       opts[a:sub(3)] = arg[i + 1]
       i = i + 1
     elseif a == "--no-torch" then opts.no_torch = true
@@ -131,6 +131,7 @@ for _, row in ipairs(ROWS) do
     local copy_ms = math.min(copy_time(), copy_time())
     local case_rows = {}
     for _, op in ipairs(OPS) do
+      if opts.ops and not ("," .. opts.ops .. ","):find("," .. op[1] .. ",", 1, true) then goto next_op end
       local o = {}
       for k, v in pairs(op[2]) do o[k] = v end
       o.out = op.indices and { y, indices } or y
@@ -151,6 +152,7 @@ for _, row in ipairs(ROWS) do
                                       target = (op.target and row[5] and not row.us) and op.target or row[5],
                                       us = row.us, shape = shape, dim = dim, dtype = dtype }
       end
+      ::next_op::
     end
     copy_ms = math.min(copy_ms, copy_time())
     local copy_gbs = 2 * n * BYTES[dtype] / copy_ms / 1e6

@@ -9,9 +9,12 @@
 --
 --   luajit bench/grid.lua [--csv PATH] [--reps N] [--log2 N] [--dtypes float32,float64]
 --                         [--masked no,yes] [--no-torch] [--compile] [--only L=8]
+--                         [--op cumsum|cummax|logcumsumexp|segmented]
+-- --op scans with another operator: cummax counts its int64 indices written (8 bytes an element),
+-- segmented (cumsum restarting where a reset tensor is true, one element in 1000) its reset bytes.
 local cs = require("cuscan")
 
-local opts = { reps = 15, log2 = 26, dtypes = "float32,float64", masked = "no,yes" }
+local opts = { reps = 15, log2 = 26, dtypes = "float32,float64", masked = "no,yes", op = "cumsum" }
 do
   local i = 1
   while i <= #arg do
@@ -29,6 +32,14 @@ do
   end
   opts.reps, opts.log2 = tonumber(opts.reps), tonumber(opts.log2)
 end
+-- per operator: the Lua method, the extra bytes an element besides x and out, PyTorch's row kind
+local OPS = {
+  cumsum = { fn = "cumsum", extra = 0, kind = "cumsum" },
+  cummax = { fn = "cummax", extra = 8, kind = "cummax_indices", indices = true },
+  logcumsumexp = { fn = "logcumsumexp", extra = 0, kind = "logcumsumexp" },
+  segmented = { fn = "cumsum", extra = 1, kind = "segmented_cumsum", reset = true },
+}
+local OP = OPS[opts.op] or error("grid: unknown --op " .. tostring(opts.op))
 
 local function list(s)
   local t = {}
@@ -107,18 +118,19 @@ for i, c in ipairs(cells) do
   local m = c.masked and cs.rand(shape, { seed = i + 2 }):lt(0.5) or nil
   local function copy() return time_ms(function() y:copy(x) end) end
   local copy_ms = math.min(copy(), copy())
-  local o = { out = y, mask = m }
-  local scan = function() x:cumsum(2, o) end
+  local r = OP.reset and cs.rand(shape, { seed = i + 3 }):lt(0.001) or nil
+  local o = { out = OP.indices and { y, cs.empty(shape, { dtype = "int64" }) } or y, mask = m, reset = r }
+  local scan = function() x[OP.fn](x, 2, o) end
   c.ms = math.min(time_ms(scan), time_ms(scan))
   copy_ms = math.min(copy_ms, copy())
   local n = c.outer * c.L * c.inner
   c.n = n
   c.copy_ms = copy_ms
   c.copy_gbs = 2 * n * BYTES[c.dtype] / copy_ms / 1e6
-  c.gbs = (2 * n * BYTES[c.dtype] + (c.masked and n or 0)) / c.ms / 1e6
+  c.gbs = (2 * n * BYTES[c.dtype] + (c.masked and n or 0) + OP.extra * n) / c.ms / 1e6
   c.frac = c.gbs / c.copy_gbs
-  c.plan = cs.explain(x, 2, o):match("^cuda (%S+):") or "?"
-  x, y, m = nil, nil, nil
+  c.plan = cs.explain(x, 2, { op = OP.fn, mask = m, reset = r }):match("^cuda (%S+):") or "?"
+  x, y, m, r, o = nil, nil, nil, nil, nil
   collectgarbage()
   if csv and opts["no-torch"] then csv_row(c) end
   if i % 20 == 0 then io.stderr:write(("grid: %d of %d\n"):format(i, #cells)) end
@@ -131,7 +143,7 @@ if not opts["no-torch"] then
   local path = os.tmpname()
   local f = assert(io.open(path, "w"))
   for _, c in ipairs(cells) do
-    f:write(("%s,%dx%dx%d,2,%s,%s\n"):format(c.name, c.outer, c.L, c.inner, c.dtype, c.masked and "masked_cumsum" or "cumsum"))
+    f:write(("%s,%dx%dx%d,2,%s,%s\n"):format(c.name, c.outer, c.L, c.inner, c.dtype, OP.kind == "cumsum" and c.masked and "masked_cumsum" or OP.kind))
   end
   f:close()
   local p = io.popen(("python3 %scompare_torch.py %s --reps %d %s 2>/dev/null"):format(here, path, opts.reps,
@@ -171,8 +183,8 @@ local function grid_table(title, value)
   end
 end
 
-print(("cuscan %s shape grid on %s, %s: {outer, L, inner} of %s elements, cumsum along L"):format(cs.version,
-      info.name, date, label(N)))
+print(("cuscan %s shape grid on %s, %s: {outer, L, inner} of %s elements, %s along L"):format(cs.version,
+      info.name, date, label(N), opts.op))
 grid_table("cuscan", function(c) return c.frac end)
 if next(peers) then
   grid_table("PyTorch eager", function(c)

@@ -562,17 +562,27 @@ scan_line_pieces_kernel(const RowsArgs a, const LineStatus<typename S::AccT> st,
 #pragma unroll
         for (int k = 0; k < KEEP; k++) T::template load_any<kLast>(a, sp, k, keep[k], keep_fl[k]);
         AccT total = op.identity();
-        T::template each_chunk<KEEP, K, K - KEEP, kL1>(a, sp, [&](int k, const InT (&v)[VEC], unsigned fl) {
+        if constexpr (S::FLAGGED) {
+            // these ops need not commute (a later tie wins, a reset cuts), and a lane's chunks are not
+            // next to each other: fold chunk by chunk, each chunk's lanes in order
+            auto fold_chunk = [&](int k, const InT (&v)[VEC], unsigned fl) {
+                typename cub::WarpReduce<AccT>::TempStorage unused;
+                total = op(total, cub::WarpReduce<AccT>(unused).Reduce(T::lane_total(op, a, sp, k, v, fl), op));
+            };
 #pragma unroll
-            for (int j = 0; j < VEC; j++) total = op(total, T::elem(op, a, sp, k, v, fl, j));
-        });
-        AccT held = op.identity();
+            for (int k = 0; k < KEEP; k++) fold_chunk(k, keep[k], keep_fl[k]);
+            T::template each_chunk<KEEP, K, K - KEEP, kL1>(a, sp, fold_chunk);
+        } else {
+            T::template each_chunk<KEEP, K, K - KEEP, kL1>(a, sp, [&](int k, const InT (&v)[VEC], unsigned fl) {
 #pragma unroll
-        for (int k = 0; k < KEEP; k++)
+                for (int j = 0; j < VEC; j++) total = op(total, T::elem(op, a, sp, k, v, fl, j));
+            });
+            AccT held = op.identity();
 #pragma unroll
-            for (int j = 0; j < VEC; j++) held = op(held, T::elem(op, a, sp, k, keep[k], keep_fl[k], j));
-        total = op(held, total);
-        {
+            for (int k = 0; k < KEEP; k++)
+#pragma unroll
+                for (int j = 0; j < VEC; j++) held = op(held, T::elem(op, a, sp, k, keep[k], keep_fl[k], j));
+            total = op(held, total);
             typename cub::WarpReduce<AccT>::TempStorage unused;
             total = cub::WarpReduce<AccT>(unused).Reduce(total, op);
         }

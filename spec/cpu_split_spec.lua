@@ -95,8 +95,9 @@ describe("the CPU's split long lines", function()
     ]]
     local outs = {}
     for _, threads in ipairs({ 1, 2, 3 }) do
-      local out, status = shell.sh(("cd %s && OMP_NUM_THREADS=%d LUA_PATH=%s luajit -e %s"):format(shell.q(shell.root),
-        threads, shell.q(shell.root .. "/lua/?.lua;" .. shell.root .. "/lua/?/init.lua;./?.lua;;"), shell.q(chunk)))
+      local out, status = shell.sh(("cd %s && CUSCAN_DEVICE=cpu OMP_NUM_THREADS=%d LUA_PATH=%s luajit -e %s"):format(
+        shell.q(shell.root), threads, shell.q(shell.root .. "/lua/?.lua;" .. shell.root .. "/lua/?/init.lua;./?.lua;" ..
+        package.path), shell.q(chunk)))
       assert.equal(0, status, out)
       outs[#outs + 1] = out
     end
