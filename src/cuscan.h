@@ -382,6 +382,40 @@ cs_status cs_from_blob(cs_tensor **out, void *data, size_t bytes, cs_device devi
 cs_status cs_map_file(cs_tensor **out, const char *path, int64_t offset, int64_t bytes, cs_dtype dtype, int ndim,
                       const int64_t *shape, const int64_t *strides);
 
+/* ---- communicators: NCCL across GPUs and processes --------------------------------------------- */
+
+/* NCCL is loaded when first used (libnccl.so.2); without it every function here fails with
+ * CS_ERR_UNSUPPORTED, "NCCL is not available: <why>". NCCL_NVLS_ENABLE is set to 0 before the first
+ * NCCL call unless the environment already sets it. */
+typedef struct cs_comm cs_comm;
+enum { CS_COMM_ID_BYTES = 128 };
+
+/* A fresh id (ncclGetUniqueId) that the processes of one communicator share to find each other. */
+cs_status cs_comm_unique_id(unsigned char id[CS_COMM_ID_BYTES]);
+
+/* n communicators, one per GPU of this process, rank k on devices[k] (distinct GPU indices). */
+cs_status cs_comm_init_all(cs_comm **comms, int n, const int *devices);
+
+/* This process's rank (0 .. nranks - 1) of a communicator over nranks processes (any hosts) sharing
+ * id, on GPU `device`. Waits until every rank has joined. */
+cs_status cs_comm_init_rank(cs_comm **out, const unsigned char id[CS_COMM_ID_BYTES], int nranks, int rank,
+                            int device);
+
+int cs_comm_rank(const cs_comm *c);   /* -1 for NULL */
+int cs_comm_size(const cs_comm *c);
+int cs_comm_device(const cs_comm *c); /* the GPU index */
+
+/* recv: contiguous, cs_comm_size(c) x numel(send) elements of send's dtype on c's GPU, receives
+ * every rank's send (contiguous, on c's GPU) in rank order; recv must not overlap send. Several
+ * communicators of one process: call between cs_comm_group_start and cs_comm_group_end (one call
+ * per communicator). Enqueued on the GPU's stream: later work on that GPU sees the result. */
+cs_status cs_all_gather(cs_comm *c, cs_tensor *recv, const cs_tensor *send);
+cs_status cs_comm_group_start(void);
+cs_status cs_comm_group_end(void);
+
+/* Destroys the communicator and frees c (NULL is ignored). */
+cs_status cs_comm_release(cs_comm *c);
+
 /* DLPack: the ABI of dlpack.h (version 0.8 and later) for handing tensors between libraries without
  * a copy (a CUDA tensor's device_id is its GPU index). Declared here so that LuaJIT reads them with
  * the rest of the API; a C file that includes dlpack.h before this header uses those declarations

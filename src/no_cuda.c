@@ -85,3 +85,27 @@ cs_status cs_cuda_compare(const cs_elementwise_plan *p, double rtol, double atol
     (void)p; (void)rtol; (void)atol; (void)equal_nan; (void)max_abs; (void)n_far;
     return no_cuda();
 }
+
+/* NCCL needs the CUDA side */
+static cs_status no_nccl(void)
+{
+    return cs_fail(CS_ERR_UNSUPPORTED, "NCCL is not available: %s", cs_cuda_unavailable_reason());
+}
+cs_status cs_comm_unique_id(unsigned char id[CS_COMM_ID_BYTES]) { (void)id; return no_nccl(); }
+cs_status cs_comm_init_all(cs_comm **comms, int n, const int *devices)
+{
+    (void)comms; (void)n; (void)devices;
+    return no_nccl();
+}
+cs_status cs_comm_init_rank(cs_comm **out, const unsigned char id[CS_COMM_ID_BYTES], int nranks, int rank, int device)
+{
+    (void)out; (void)id; (void)nranks; (void)rank; (void)device;
+    return no_nccl();
+}
+int cs_comm_rank(const cs_comm *c) { (void)c; return -1; }
+int cs_comm_size(const cs_comm *c) { (void)c; return -1; }
+int cs_comm_device(const cs_comm *c) { (void)c; return -1; }
+cs_status cs_all_gather(cs_comm *c, cs_tensor *recv, const cs_tensor *send) { (void)c; (void)recv; (void)send; return no_nccl(); }
+cs_status cs_comm_group_start(void) { return no_nccl(); }
+cs_status cs_comm_group_end(void) { return no_nccl(); }
+cs_status cs_comm_release(cs_comm *c) { (void)c; return CS_OK; }
