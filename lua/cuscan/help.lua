@@ -483,6 +483,33 @@ local ENTRIES = {
       Returns a table {median=, min=, max=, runs=, device=} in milliseconds.]],
     [[fn is not a function; errors raised by fn.]] },
 
+  { "Communicators", { "cs.comm_unique_id" }, "cs.comm_unique_id()",
+    [[A fresh id, a 128-byte string, that the processes of one communicator share (rank 0 makes it,
+      the others receive it: through a file in a shared directory, MPI, ...). Communicators use
+      NCCL (libnccl.so.2, loaded when first needed) with NVLink multicast off (NCCL_NVLS_ENABLE=0
+      unless the environment sets it).]],
+    [[NCCL is not available (the message says why: no GPU, libnccl.so.2 not found).]] },
+  { "Communicators", { "cs.comm_init_all" }, "cs.comm_init_all(devices)",
+    [[A list of communicators over the GPUs of this process, rank k - 1 on devices[k] (GPU names
+      "cuda:N" or indices from 0). Each has c:rank() (from 0), c:size(), c:device() ("cuda:N") and
+      c:all_gather(recv, send): every rank's send (contiguous, on c's GPU) into recv (contiguous,
+      c:size() times as many elements of send's dtype, on c's GPU) in rank order, queued on that
+      GPU so that later work there sees it; returns recv. Several communicators' calls go inside
+      one cs.comm_group.]],
+    [[devices is not a non-empty list of GPUs, or names one twice; NCCL is not available; for
+      all_gather, a recv or send that is not contiguous on c's GPU, of another dtype or size, or
+      overlapping.]] },
+  { "Communicators", { "cs.comm_init_rank" }, "cs.comm_init_rank(id, nranks, rank, device)",
+    [[This process's communicator: rank `rank` (0 to nranks - 1) of nranks processes, on any
+      hosts, that share id (cs.comm_unique_id()), on the GPU named (a name or an index). Waits until
+      every rank has joined. Methods as for cs.comm_init_all.]],
+    [[id is not a 128-byte string; nranks or rank out of range; device not a GPU; NCCL is not
+      available.]] },
+  { "Communicators", { "cs.comm_group" }, "cs.comm_group(fn)",
+    [[Runs fn, whose collectives on several communicators of this process then start together (one
+      all_gather per communicator: NCCL's group calls); returns what fn returns.]],
+    [[fn is not a function; NCCL is not available; errors raised by fn.]] },
+
   { "Module", { "cs.version" }, "cs.version",
     [[The version string of the library, such as "0.1.0" (also `bin/cuscan --version`).]] },
   { "Module", { "cs.dtypes" }, "cs.dtypes",
@@ -502,7 +529,7 @@ local ENTRIES = {
       option names of the call being typed.]] },
 }
 
-local GROUPS = { "Devices", "Constructors", "Scans", "Queries", "Views and copies", "Element-wise",
+local GROUPS = { "Devices", "Communicators", "Constructors", "Scans", "Queries", "Views and copies", "Element-wise",
                  "Reductions", "Files", "Sharing memory", "Checking results", "Timing", "Module", "REPL" }
 
 -- The names each function takes in its opts table, by entry key (the REPL completes them;

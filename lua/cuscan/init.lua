@@ -254,6 +254,12 @@ function cs.is_tensor(v) return core.is_tensor(v) end
 ---------------------------------------------------------------------------------------------------
 -- Device and memory
 ---------------------------------------------------------------------------------------------------
+local comm = require("cuscan.comm")
+cs.comm_unique_id = comm.unique_id
+cs.comm_init_all = comm.init_all
+cs.comm_init_rank = comm.init_rank
+cs.comm_group = comm.group
+
 local event = require("cuscan.event")
 
 -- cs.event([device]): a timing event (e:record(), e:elapsed(later) in milliseconds); on CUDA the

@@ -63,6 +63,7 @@ static void nccl_load(void)
 
 static cs_status nccl_ready(void)
 {
+    if (!cs_cuda_available()) return cs_fail(CS_ERR_UNSUPPORTED, "NCCL is not available: %s", cs_cuda_unavailable_reason());
     cs_status st = cs_cuda_ready();
     if (st) return st;
     pthread_once(&nccl.once, nccl_load);
