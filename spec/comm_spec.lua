@@ -41,7 +41,7 @@ describe("communicators: argument checks", function()
 end)
 
 describe("communicators without a GPU", function()
-  local it_nogpu = NGPU == 0 and it or function(name) pending(name .. " (skipped: this machine has a GPU)") end
+  local it_nogpu = H.it_unless(NGPU > 0 and "this machine has a GPU" or nil)
 
   it_nogpu("every call that would use NCCL says it is not available, and why", function()
     local reason = cs.cuda_unavailable_reason()
@@ -62,10 +62,8 @@ local function nccl_reason()
 end
 
 local function it_nccl(ngpus)
-  local env = getfenv(2)
-  local why = NGPU < ngpus and ("needs " .. ngpus .. " GPUs, this machine has " .. NGPU) or nccl_reason()
-  if not why then return env.it end
-  return function(name) env.pending(name .. " (skipped: " .. why .. ")") end
+  if NGPU < ngpus then return H.gpus_it(ngpus) end
+  return H.it_unless(nccl_reason())
 end
 
 describe("communicators on GPUs #cuda", function()

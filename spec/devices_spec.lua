@@ -6,14 +6,6 @@ local cs = H.cs
 
 local NGPU = cs.device_count()
 
--- An `it` that runs with at least n GPUs, else is pending with the reason.
-local function it_gpus(n)
-  local env = getfenv(2)
-  if NGPU >= n then return env.it end
-  local why = NGPU == 0 and (cs.cuda_unavailable_reason()) or ("needs " .. n .. " GPUs, this machine has " .. NGPU)
-  return function(name) env.pending(name .. " (skipped: " .. why .. ")") end
-end
-
 local BAD_NAMES = { "cuda:-1", "gpu", "cuda:", "cuda:1x", "cuda: 1", "CUDA", "cuda:0:1", " cuda" }
 
 describe("device names", function()
@@ -69,7 +61,7 @@ describe("device names", function()
 end)
 
 describe("device names without a GPU", function()
-  local it_nogpu = NGPU == 0 and it or function(name) pending(name .. " (skipped: this machine has a GPU)") end
+  local it_nogpu = H.it_unless(NGPU > 0 and "this machine has a GPU" or nil)
 
   it_nogpu("\"cuda:0\" and \"cuda:99\" give the usual CUDA-not-available error; device_count is 0", function()
     local reason = cs.cuda_unavailable_reason()
@@ -87,7 +79,7 @@ describe("device names without a GPU", function()
 end)
 
 describe("one GPU #cuda", function()
-  local it1 = it_gpus(1)
+  local it1 = H.gpus_it(1)
 
   it1("\"cuda:0\" is \"cuda\" while GPU 0 is the default GPU", function()
     local seed = H.seed_for("cuda:0 is cuda")
@@ -123,7 +115,7 @@ local function random_values(rng, n)
 end
 
 describe("two GPUs #cuda #multigpu", function()
-  local it2 = it_gpus(2)
+  local it2 = H.gpus_it(2)
 
   it2("tensors are made on the GPU named, report it, and print it", function()
     local seed = H.seed_for("made on each")

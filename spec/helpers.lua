@@ -796,6 +796,21 @@ function H.each_device(name, body)
   end
 end
 
+-- An `it` that runs when why is nil, else makes pending tests that give why (env: the spec file's,
+-- when called from a helper).
+function H.it_unless(why, env)
+  env = env or getfenv(2)
+  if why == nil then return env.it end
+  return function(test_name) env.pending(test_name .. " (skipped: " .. why .. ")") end
+end
+
+-- An `it` for specs that need n GPUs: pending with the reason where there are fewer.
+function H.gpus_it(n)
+  local have = cs.device_count()
+  local why = have == 0 and cs.cuda_unavailable_reason() or have < n and ("needs " .. n .. " GPUs, this machine has " .. have)
+  return H.it_unless(why or nil, getfenv(2))
+end
+
 -- An `it` for CUDA-only specs: runs when a device is present, else pending with the reason.
 function H.cuda_it()
   local env = getfenv(2)
