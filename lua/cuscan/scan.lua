@@ -309,4 +309,6 @@ function S.force_family(name)
 end
 
 S.scan = scan
+-- Checks a scan's arguments as the scan would, without running it or making its outputs.
+function S.check(op, x, dim, opts, fname) prepare(op, x, dim, opts, fname, true) end
 return S
