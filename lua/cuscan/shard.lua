@@ -231,6 +231,10 @@ mt.__tostring = function(x)
                                         s.devices[1]) or table.concat(s.devices, ", ")
   local head = format("[cuscan %s tensor %s, sharded along dim %d over %s; shard sizes %s]", s.dtype,
                       core.shape_str(s.shape), s.dim, where, table.concat(sizes, ", "))
+  -- one process of many shows its own shard: a gather would wait for every rank to print
+  if s.group.size then
+    return M.numel(s.parts[1]) > 1000 and head or (fmt.values(s.parts[1]) .. "\n" .. head .. " (this rank's shard shown)")
+  end
   if SM.numel(x) > 1000 then return head end
   return fmt.values(SM.gather(x, "cpu")) .. "\n" .. head
 end
