@@ -95,8 +95,9 @@ end
 
 -- cs.tensor(data[, opts]): a tensor from a nested table (booleans give bool; numbers float32
 -- unless opts.dtype says otherwise), from a number (0-d), or a copy of a tensor.
+local TENSOR_OPTS = { dtype = true, device = true }
 function cs.tensor(value, opts)
-  local dtype, dev = ctor_opts(opts, CTOR_OPTS, "tensor")
+  local dtype, dev = ctor_opts(opts, TENSOR_OPTS, "tensor")
   if value == nil then raise("tensor: data: expected a nested table of numbers or booleans, got nil") end
   return data.from_table(value, dtype, dev, "tensor")
 end
@@ -223,14 +224,6 @@ function cs.arange(a, b, c, d)
   else
     stop, opts = a, b
   end
-  if sharded(opts) then
-    -- shard k holds the elements from its offset on, computed from start as the whole range would
-    core.check_opts(opts, CTOR_OPTS, "arange")
-    local n = math.max(math.ceil((stop - start) / step), 0)
-    return make_sharded({ n }, opts, "arange", function(sub, o, _, at)
-      return cs.arange(start + at * step, start + (at + sub[1]) * step, step, o)
-    end)
-  end
   local dtype, dev = ctor_opts(opts, CTOR_OPTS, "arange")
   dtype = dtype or F32
   for _, v in ipairs({ { "start", start }, { "stop", stop }, { "step", step } }) do
@@ -253,6 +246,14 @@ function cs.arange(a, b, c, d)
     core.check_element(start, dtype, "arange", "start")
     core.check_element(step, I64, "arange", "step")
     core.check_element(start + (n - 1) * step, dtype, "arange", "last element")
+  end
+  if sharded(opts) then
+    -- shard k holds the elements from its offset on, computed from start as the whole range would;
+    -- a float shard's stop half a step past its last element, so that rounding cannot change its count
+    return make_sharded({ n }, opts, "arange", function(sub, o, _, at)
+      local past = core.IS_FLOAT[dtype] and 0.5 or 0
+      return cs.arange(start + at * step, start + (at + sub[1] - past) * step, step, o)
+    end)
   end
   local t = new_tensor({ n }, dtype, dev, "arange")
   core.call("arange", C.cs_arange, core.check_tensor(t, "arange", "x"), start, step)
@@ -278,8 +279,8 @@ cs.shard = shard.shard
 cs.shard_local = shard.shard_local
 cs.shard_sizes = function(n, parts)
   if not core.is_int(n) or n < 0 then raise(format("shard_sizes: n: expected a non-negative integer, got %s", describe(n))) end
-  if not core.is_int(parts) or parts < 1 then
-    raise(format("shard_sizes: parts: expected a positive integer, got %s", describe(parts)))
+  if not core.is_int(parts) or parts < 1 or parts > 2 ^ 24 then
+    raise(format("shard_sizes: parts: expected a positive integer up to 2^24, got %s", describe(parts)))
   end
   return shard.sizes(n, parts)
 end
