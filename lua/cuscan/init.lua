@@ -248,11 +248,12 @@ function cs.arange(a, b, c, d)
     core.check_element(start + (n - 1) * step, dtype, "arange", "last element")
   end
   if sharded(opts) then
-    -- shard k holds the elements from its offset on, computed from start as the whole range would;
-    -- a float shard's stop half a step past its last element, so that rounding cannot change its count
+    -- shard k holds elements at .. at+n-1 of the whole range, each computed as the whole range
+    -- computes it (start + i * step, in float64 for floats)
     return make_sharded({ n }, opts, "arange", function(sub, o, _, at)
-      local past = core.IS_FLOAT[dtype] and 0.5 or 0
-      return cs.arange(start + at * step, start + (at + sub[1] - past) * step, step, o)
+      if not core.IS_FLOAT[dtype] then return cs.arange(start + at * step, start + (at + sub[1]) * step, step, o) end
+      local i = cs.arange(at, at + sub[1], 1, { dtype = "float64", device = o.device })
+      return ((i * step) + start):to(core.DTYPE_NAME[dtype])
     end)
   end
   local t = new_tensor({ n }, dtype, dev, "arange")
