@@ -34,10 +34,12 @@ Local.__index = Local
 local comms_cache = setmetatable({}, { __mode = "v" })
 
 -- The NCCL communicators of a device list (made once per list), or nil where the list is not all
--- GPUs or NCCL is not there.
+-- distinct GPUs (NCCL takes each GPU once) or NCCL is not there.
 local function comms_of(devices)
+  local seen = {}
   for _, d in ipairs(devices) do
-    if not d:match("^cuda") then return nil end
+    if not d:match("^cuda:%d+$") or seen[d] then return nil end
+    seen[d] = true
   end
   local cs = require("cuscan")
   if cs.comm_init_all == nil then return nil end

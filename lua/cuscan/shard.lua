@@ -22,6 +22,13 @@ local state = setmetatable({}, { __mode = "k" })
 local SM = {}       -- methods
 local mt = {}
 
+-- a copy of a list of the state, for the caller to keep
+local function copy(list)
+  local l = {}
+  for i, v in ipairs(list) do l[i] = v end
+  return l
+end
+
 local function is_sharded(v) return type(v) == "table" and state[v] ~= nil end
 shard.is_sharded = is_sharded
 core.is_sharded = is_sharded
@@ -50,7 +57,8 @@ local function check_device(v, fname, argname)
                  argname, describe(v)))
   end
   local n = tonumber(v:match("^cuda:(%d+)$"))
-  local count = M.device_count and M.device_count() or (core.cuda_ok and 1 or 0)
+  local cs = require("cuscan")
+  local count = cs.device_count and cs.device_count() or (core.cuda_ok and 1 or 0)
   if n and n >= count then
     raise(format("%s: %s: %s does not exist (%d CUDA device%s present)", fname, argname, v, count,
                  count == 1 and "" or "s"))
@@ -79,62 +87,62 @@ end
 -- A sharded tensor like s (same sizes, devices, dim, group) over other parts.
 local function like(s, parts)
   local h = core.check_tensor(parts[1], "shard", "x")
-  local shape = {}
-  for i, v in ipairs(s.shape) do shape[i] = v end
-  return new({ parts = parts, first = s.first, sizes = s.sizes, devices = s.devices, dim = s.dim, shape = shape,
+  return new({ parts = parts, first = s.first, sizes = s.sizes, devices = s.devices, dim = s.dim, shape = s.shape,
                dtype = core.DTYPE_NAME[core.dtype_of(h)], group = s.group })
 end
 
--- cs.shard(x, dim, devices): x split along dim over the devices (copies; x is left as it is).
-function shard.shard(x, dim, devices)
-  local xh = core.check_tensor(x, "shard", "x")
-  local nd = core.ndim_of(xh)
-  if nd == 0 then raise("shard: x: a 0-d tensor has no dim to split (reshape it first)") end
-  local d = core.norm_dim(dim, nd, "shard") + 1
-  local list = check_devices(devices, "shard")
-  local shape = core.shape_of(xh)
-  local sizes = shard.sizes(shape[d], #list)
-  local parts, at = {}, 1
-  for k, dev in ipairs(list) do
-    parts[k] = M.to(M.contiguous(M.narrow(x, d, at, sizes[k])), { device = dev })
-    if parts[k] == x or core.C.cs_tensor_overlap(core.check_tensor(parts[k], "shard", "x"), xh) ~= 0 then
-      parts[k] = M.clone(parts[k])
-    end
-    at = at + sizes[k]
-  end
-  return new({ parts = parts, first = 1, sizes = sizes, devices = list, dim = d, shape = shape,
-               dtype = core.DTYPE_NAME[core.dtype_of(xh)], group = group.local_group(list) })
-end
-
--- Creation on the shards directly (no full tensor first): make(shape_of_shard, device, k) gives
--- shard k. Used by cs.zeros / ones / full / rand / randn / arange with opts.devices.
-function shard.create(shape, opts, fname, make)
-  local list = check_devices(opts.devices, fname)
-  local nd = core.parse_shape(shape, fname)
-  if nd == 0 then raise(format("%s: shape: a sharded tensor needs at least one dim", fname)) end
-  local d = core.norm_dim(opts.shard_dim == nil and 1 or opts.shard_dim, nd, fname, "shard_dim") + 1
+-- A sharded tensor of the given shape split along d over the device list, shard k made by
+-- make(its shape, its device, k, the elements along d before it).
+local function split(shape, d, list, make)
   local sizes = shard.sizes(shape[d], #list)
   local parts, at = {}, 0
   for k, dev in ipairs(list) do
     local sub = {}
-    for i = 1, nd do sub[i] = shape[i] end
+    for i = 1, #shape do sub[i] = shape[i] end
     sub[d] = sizes[k]
     parts[k] = make(sub, dev, k, at)
     at = at + sizes[k]
   end
   local full = {}
-  for i = 1, nd do full[i] = shape[i] end
+  for i = 1, #shape do full[i] = shape[i] end
   return new({ parts = parts, first = 1, sizes = sizes, devices = list, dim = d, shape = full,
                dtype = parts[1].dtype, group = group.local_group(list) })
+end
+
+-- The handle of the tensor x to split and the 1-based dim to split it along.
+local function split_args(x, dim, fname)
+  local xh = core.check_tensor(x, fname, "x")
+  local nd = core.ndim_of(xh)
+  if nd == 0 then raise(format("%s: x: a 0-d tensor has no dim to split (reshape it first)", fname)) end
+  return xh, core.norm_dim(dim, nd, fname) + 1, nd
+end
+
+-- cs.shard(x, dim, devices): x split along dim over the devices (copies; x is left as it is).
+function shard.shard(x, dim, devices)
+  local xh, d = split_args(x, dim, "shard")
+  local list = check_devices(devices, "shard")
+  return split(core.shape_of(xh), d, list, function(sub, dev, _, at)
+    local part = M.to(M.contiguous(M.narrow(x, d, at + 1, sub[d])), { device = dev })
+    -- a part must never share x's storage (x:contiguous() of a slice on x's device may be x)
+    if core.C.cs_tensor_overlap(core.check_tensor(part, "shard", "x"), xh) ~= 0 then part = M.clone(part) end
+    return part
+  end)
+end
+
+-- Creation on the shards directly (no full tensor first): make(shard's shape, device, k, offset)
+-- gives shard k. Used by cs.zeros / ones / full / empty / rand / randn / arange with opts.devices.
+function shard.create(shape, opts, fname, make)
+  local list = check_devices(opts.devices, fname)
+  local nd = core.parse_shape(shape, fname)
+  if nd == 0 then raise(format("%s: shape: a sharded tensor needs at least one dim", fname)) end
+  local d = core.norm_dim(opts.shard_dim == nil and 1 or opts.shard_dim, nd, fname, "shard_dim") + 1
+  return split(shape, d, list, make)
 end
 
 -- cs.shard_local(t, dim[, dist]): in the multi-process mode, a sharded tensor whose shard of this
 -- process is t (the shards of the ranks in rank order; sizes along dim may differ, other sizes not).
 function shard.shard_local(t, dim, dist)
-  local th = core.check_tensor(t, "shard_local", "x")
-  local nd = core.ndim_of(th)
-  if nd == 0 then raise("shard_local: x: a 0-d tensor has no dim to split (reshape it first)") end
-  local d = core.norm_dim(dim, nd, "shard_local") + 1
+  local th, d, nd = split_args(t, dim, "shard_local")
   local g = group.process_group(dist, "shard_local")
   local shape = core.shape_of(th)
   local all = g:all_sizes(shape, d, t.device)
@@ -161,7 +169,7 @@ local FIELDS = {
   dtype = function(s) return s.dtype end,
   shard_dim = function(s) return s.dim end,
   ndim = function(s) return #s.shape end,
-  devices = function(s) local l = {}; for i, v in ipairs(s.devices) do l[i] = v end; return l end,
+  devices = function(s) return copy(s.devices) end,
   rank = function(s) return s.group.rank end,
   world_size = function(s) return s.group.size end,
 }
@@ -177,12 +185,7 @@ mt.__newindex = function(_, k)
   raise(format("sharded tensor: cannot set field %s (sharded tensors have no writable fields)", describe(k)))
 end
 
-function SM.shape(x)
-  local s = check_sharded(x, "shape", "x")
-  local l = {}
-  for i, v in ipairs(s.shape) do l[i] = v end
-  return l
-end
+function SM.shape(x) return copy(check_sharded(x, "shape", "x").shape) end
 function SM.dim(x) return #check_sharded(x, "dim", "x").shape end
 function SM.numel(x)
   local n = 1
@@ -191,23 +194,13 @@ function SM.numel(x)
 end
 function SM.size(x, d)
   local s = check_sharded(x, "size", "x")
-  if d == nil then return SM.shape(x) end
+  if d == nil then return copy(s.shape) end
   return s.shape[core.norm_dim(d, #s.shape, "size") + 1]
 end
 -- x:shards(): the plain tensors this process holds, in shard order (every shard in one process).
-function SM.shards(x)
-  local s = check_sharded(x, "shards", "x")
-  local l = {}
-  for i, p in ipairs(s.parts) do l[i] = p end
-  return l
-end
+function SM.shards(x) return copy(check_sharded(x, "shards", "x").parts) end
 -- x:shard_sizes(): every shard's size along the sharded dim, in shard order.
-function SM.shard_sizes(x)
-  local s = check_sharded(x, "shard_sizes", "x")
-  local l = {}
-  for i, v in ipairs(s.sizes) do l[i] = v end
-  return l
-end
+function SM.shard_sizes(x) return copy(check_sharded(x, "shard_sizes", "x").sizes) end
 
 -- x:gather([device]): the whole tensor as one plain tensor on device (default "cpu").
 function SM.gather(x, device)
