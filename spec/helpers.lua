@@ -749,20 +749,39 @@ end
 ---------------------------------------------------------------------------------------------------
 -- Device suites
 ---------------------------------------------------------------------------------------------------
+-- With a second GPU, every "cuda" suite runs once more with GPU 1 as the default GPU: the body
+-- still says "cuda", which then names GPU 1.
 H.devices = { "cpu", "cuda" }
+if cs.device_count() > 1 then H.devices[3] = "cuda:1" end
 
 function H.no_cuda_reason()
   if cs.cuda_available() then return nil end
   return cs.cuda_unavailable_reason()
 end
 
+-- Makes device the default for each test of the calling describe block (env: the spec file's,
+-- when called from a helper), and the previous default device and GPU again after it.
+function H.default_device_each(device, env)
+  env = env or getfenv(2)
+  local was_dev, was_gpu
+  env.before_each(function()
+    was_dev, was_gpu = cs.default_device(), cs.default_gpu()
+    cs.set_default_device(device)
+  end)
+  env.after_each(function()
+    if was_gpu then cs.set_default_device("cuda:" .. was_gpu) end
+    cs.set_default_device(was_dev)
+  end)
+end
+
 -- describe(name .. " on <device>") for each device, handing the body the device and an `it` to
 -- use: on a machine without CUDA, the CUDA `it`s become pending tests that give the reason.
--- CUDA describes carry the #cuda tag.
+-- CUDA describes carry the #cuda tag, those on a second GPU #multigpu as well.
 function H.each_device(name, body)
   local env = getfenv(2)
   for _, dev in ipairs(H.devices) do
-    local label = name .. " on " .. dev .. (dev == "cuda" and " #cuda" or "")
+    local gpu = dev:match("^cuda:%d+$")
+    local label = name .. " on " .. dev .. (dev == "cuda" and " #cuda" or gpu and " #cuda #multigpu" or "")
     env.describe(label, function()
       local it = env.it
       if dev == "cuda" and not cs.cuda_available() then
@@ -771,7 +790,8 @@ function H.each_device(name, body)
           env.pending(test_name .. " (skipped: " .. reason .. ")")
         end
       end
-      body(dev, it)
+      if gpu then H.default_device_each(dev, env) end
+      body(gpu and "cuda" or dev, it)
     end)
   end
 end

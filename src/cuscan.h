@@ -22,6 +22,13 @@
  *     functions that hand data to the host (cs_copy into a CPU tensor, cs_compare) wait for it.
  *     cs_synchronize() waits for everything queued.
  *
+ *     GPUs: cs_device is the kind of memory (CS_CPU, CS_CUDA); which GPU is an index from 0 to
+ *     cs_device_count() - 1, as in CUDA. Each thread has a current GPU (cs_cuda_set_device; GPU 0
+ *     at first): a CUDA tensor is made there and keeps that GPU (cs_tensor_device_index), and every
+ *     operation on it runs on its GPU, on the library's stream of that GPU, whatever is current
+ *     then. Operands of one operation must live on one GPU. cs_synchronize, cs_device_info,
+ *     cs_memory_info, cs_memory_trim and new events act on the current GPU.
+ *
  *     This header is also read by the LuaJIT module through ffi.cdef, after the build removes its
  *     preprocessor lines: keep declarations plain C without macros.
  */
@@ -76,6 +83,17 @@ int cs_cuda_available(void);
  * "built without CUDA ..." where a GPU is there but this build has no CUDA side. */
 const char *cs_cuda_unavailable_reason(void);
 
+/* GPUs this process can use (CUDA_VISIBLE_DEVICES applied): 0 without CUDA or without a GPU. */
+int cs_device_count(void);
+
+/* Makes GPU index (0 .. cs_device_count() - 1) the calling thread's current GPU: CUDA tensors and
+ * events made afterwards by this thread live there. CS_ERR_NO_DEVICE without CUDA, CS_ERR_ARGUMENT
+ * for an index out of range. */
+cs_status cs_cuda_set_device(int index);
+
+/* The calling thread's current GPU, or -1 when CUDA is not available. */
+int cs_cuda_get_device(void);
+
 typedef struct cs_device_properties {
     char name[256];
     int64_t total_memory;          /* bytes */
@@ -85,21 +103,22 @@ typedef struct cs_device_properties {
     int driver_version, runtime_version;
 } cs_device_properties;
 
-/* Fills *props for the CUDA device in use. CS_ERR_NO_DEVICE without one. */
+/* Fills *props for the current GPU. CS_ERR_NO_DEVICE without one. */
 cs_status cs_device_info(cs_device_properties *props);
 
-/* Waits until all queued CUDA work is done; reports an asynchronous kernel fault here. */
+/* Waits until all CUDA work queued on the current GPU is done; reports an asynchronous kernel fault
+ * here. */
 cs_status cs_synchronize(void);
 
-/* Memory on a device: bytes cuscan holds in live storages, and the device's free and total bytes
- * (for CS_CPU: the host's available and total physical memory). */
+/* Memory on a device (CS_CUDA: the current GPU): bytes cuscan holds in live storages there, and the
+ * device's free and total bytes (for CS_CPU: the host's available and total physical memory). */
 cs_status cs_memory_info(cs_device device, int64_t *in_use, int64_t *free_bytes, int64_t *total_bytes);
 
-/* Bytes cuscan holds in live storages on a device: a counter read, no device call (cheap enough to
- * call after every allocation). */
+/* Bytes cuscan holds in live storages on a device (CS_CUDA: the current GPU): a counter read, no
+ * device call (cheap enough to call after every allocation). */
 int64_t cs_memory_in_use(cs_device device);
 
-/* Hands memory that cuscan keeps cached for reuse back: on CS_CUDA the device pool's free blocks
+/* Hands memory that cuscan keeps cached for reuse back: on CS_CUDA the current GPU's pool's free blocks
  * (after waiting for queued work), so that other processes can have them; on CS_CPU the freed host
  * blocks of 8 MiB and more kept for the next host tensor of about the same size (at most 8 blocks
  * and 1/16 of physical memory; fresh pages cost the kernel a fault and a clear each). */
@@ -116,7 +135,8 @@ cs_status cs_debug_inject_fault(void);
 
 /* ---- tensors ----------------------------------------------------------------------------------- */
 
-/* A new tensor with fresh, uninitialised storage, contiguous (row-major). ndim 0 is a scalar. */
+/* A new tensor with fresh, uninitialised storage, contiguous (row-major). ndim 0 is a scalar. A CUDA
+ * tensor is made on the current GPU. */
 cs_status cs_empty(cs_tensor **out, int ndim, const int64_t *shape, cs_dtype dtype, cs_device device);
 
 /* A new tensor shaped like `like` whose strides follow like's dim order (densely packed), so that an
@@ -143,6 +163,8 @@ int64_t cs_tensor_offset(const cs_tensor *t);
 int64_t cs_tensor_numel(const cs_tensor *t);
 cs_dtype cs_tensor_dtype(const cs_tensor *t);
 cs_device cs_tensor_device(const cs_tensor *t);
+/* The GPU a CUDA tensor lives on (0-based), -1 for a CPU tensor. */
+int cs_tensor_device_index(const cs_tensor *t);
 int cs_tensor_is_contiguous(const cs_tensor *t);
 int cs_tensor_is_released(const cs_tensor *t);
 
@@ -179,7 +201,8 @@ cs_status cs_randn(cs_tensor *t, uint64_t seed);
  * step and every element must fit: CS_ERR_ARGUMENT otherwise). */
 cs_status cs_arange(cs_tensor *t, double start, double step);
 
-/* dst = src element by element: same shape, any dtypes, any strides, any devices. Conversions to an
+/* dst = src element by element: same shape, any dtypes, any strides, any devices (between two GPUs
+ * peer to peer where they allow it, else through the host by the driver). Conversions to an
  * integer dtype truncate toward zero and saturate: values beyond its range become its lowest or
  * highest value and NaN becomes 0; bool is v != 0. Waits when dst is on the CPU and src on CUDA. */
 cs_status cs_copy(cs_tensor *dst, const cs_tensor *src);
@@ -190,8 +213,9 @@ cs_status cs_flip(cs_tensor *out, const cs_tensor *x, unsigned dims);
 
 /* ---- timing ------------------------------------------------------------------------------------ */
 
-/* Events mark points in the queued work: on CUDA they are CUDA events on the library's stream (so
- * the time between two is device time); on the CPU they read a monotonic clock. */
+/* Events mark points in the queued work: on CUDA they are CUDA events on the library's stream of
+ * the GPU current when the event was made (so the time between two is device time; both must be of
+ * one GPU); on the CPU they read a monotonic clock. */
 typedef struct cs_event cs_event;
 cs_status cs_event_create(cs_event **out, cs_device device);
 void cs_event_free(cs_event *e);
@@ -339,7 +363,8 @@ cs_status cs_compare(const cs_tensor *a, const cs_tensor *b, double rtol, double
 
 /* ---- memory cuscan does not own: caller's buffers, file maps, DLPack ------------------------------ */
 
-/* A tensor over `bytes` bytes at `data` on `device` that cuscan neither allocated nor frees: shape,
+/* A tensor over `bytes` bytes at `data` on `device` (CS_CUDA: memory of the current GPU) that cuscan
+ * neither allocated nor frees: shape,
  * strides (>= 0, in elements) and offset as cs_as_strided, every element inside the bytes, data
  * aligned to the dtype's size. When the last view of it goes, release(ctx) is called (release may be
  * NULL when the caller keeps the memory alive longer than every view). Such memory is not counted in
@@ -357,9 +382,44 @@ cs_status cs_from_blob(cs_tensor **out, void *data, size_t bytes, cs_device devi
 cs_status cs_map_file(cs_tensor **out, const char *path, int64_t offset, int64_t bytes, cs_dtype dtype, int ndim,
                       const int64_t *shape, const int64_t *strides);
 
+/* ---- communicators: NCCL across GPUs and processes --------------------------------------------- */
+
+/* NCCL is loaded when first used (libnccl.so.2); without it every function here fails with
+ * CS_ERR_UNSUPPORTED, "NCCL is not available: <why>". NCCL_NVLS_ENABLE is set to 0 before the first
+ * NCCL call unless the environment already sets it. */
+typedef struct cs_comm cs_comm;
+enum { CS_COMM_ID_BYTES = 128 };
+
+/* A fresh id (ncclGetUniqueId) that the processes of one communicator share to find each other. */
+cs_status cs_comm_unique_id(unsigned char id[CS_COMM_ID_BYTES]);
+
+/* n communicators, one per GPU of this process, rank k on devices[k] (distinct GPU indices). */
+cs_status cs_comm_init_all(cs_comm **comms, int n, const int *devices);
+
+/* This process's rank (0 .. nranks - 1) of a communicator over nranks processes (any hosts) sharing
+ * id, on GPU `device`. Waits until every rank has joined. */
+cs_status cs_comm_init_rank(cs_comm **out, const unsigned char id[CS_COMM_ID_BYTES], int nranks, int rank,
+                            int device);
+
+int cs_comm_rank(const cs_comm *c);   /* -1 for NULL */
+int cs_comm_size(const cs_comm *c);
+int cs_comm_device(const cs_comm *c); /* the GPU index */
+
+/* recv: contiguous, cs_comm_size(c) x numel(send) elements of send's dtype on c's GPU, receives
+ * every rank's send (contiguous, on c's GPU) in rank order; recv must not overlap send. Several
+ * communicators of one process: call between cs_comm_group_start and cs_comm_group_end (one call
+ * per communicator). Enqueued on the GPU's stream: later work on that GPU sees the result. */
+cs_status cs_all_gather(cs_comm *c, cs_tensor *recv, const cs_tensor *send);
+cs_status cs_comm_group_start(void);
+cs_status cs_comm_group_end(void);
+
+/* Destroys the communicator and frees c (NULL is ignored). */
+cs_status cs_comm_release(cs_comm *c);
+
 /* DLPack: the ABI of dlpack.h (version 0.8 and later) for handing tensors between libraries without
- * a copy. Declared here so that LuaJIT reads them with the rest of the API; a C file that includes
- * dlpack.h before this header uses those declarations (the same layout) instead. */
+ * a copy (a CUDA tensor's device_id is its GPU index). Declared here so that LuaJIT reads them with
+ * the rest of the API; a C file that includes dlpack.h before this header uses those declarations
+ * (the same layout) instead. */
 #ifndef DLPACK_DLPACK_H_
 typedef enum {
     kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3, kDLOpenCL = 4, kDLVulkan = 7, kDLMetal = 8, kDLVPI = 9,
@@ -406,8 +466,8 @@ cs_status cs_to_dlpack(DLManagedTensor **out, const cs_tensor *t);
 
 /* A tensor over the memory of m (zero copy) that takes m over: m's deleter (when not NULL) is called
  * when the last view goes, after queued CUDA work that may read it. Supported: CPU, CUDA host and
- * CUDA device 0 memory; float16/32/64, bfloat16, int32/64 and bool with one lane; strides >= 0, aligned data. On
- * failure m is left to the caller, not deleted. */
+ * CUDA device memory (device_id: the GPU's index); float16/32/64, bfloat16, int32/64 and bool with
+ * one lane; strides >= 0, aligned data. On failure m is left to the caller, not deleted. */
 cs_status cs_from_dlpack(cs_tensor **out, DLManagedTensor *m);
 
 #pragma GCC visibility pop

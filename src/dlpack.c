@@ -25,12 +25,23 @@ static const DLDataType DL_DTYPE[] = {
     [CS_BFLOAT16] = { kDLBfloat, 16, 1 },
 };
 
+/* Waits for the work queued on GPU gpu. */
+static cs_status synchronize_gpu(int gpu)
+{
+    int prev;
+    cs_status st = cs_gpu_enter(gpu, &prev);
+    if (st) return st;
+    st = cs_synchronize();
+    cs_gpu_leave(prev);
+    return st;
+}
+
 cs_status cs_to_dlpack(DLManagedTensor **out, const cs_tensor *t)
 {
     cs_status st = cs_check_usable(t, "x");
     if (st) return st;
     /* the consumer may read on another stream (or the host): queued writes must be done */
-    if (t->device == CS_CUDA && (st = cs_synchronize())) return st;
+    if (t->device == CS_CUDA && (st = synchronize_gpu(t->device_index))) return st;
     exported *e = calloc(1, sizeof *e);
     if (!e) return cs_fail(CS_ERR_OUT_OF_MEMORY, "host out of memory (DLPack tensor)");
     if ((st = cs_as_strided(&e->view, t, t->ndim, t->shape, t->strides, t->offset))) {
@@ -42,7 +53,7 @@ cs_status cs_to_dlpack(DLManagedTensor **out, const cs_tensor *t)
     DLTensor *d = &e->managed.dl_tensor;
     d->data = cs_tensor_ptr(t);
     d->device.device_type = t->device == CS_CUDA ? kDLCUDA : kDLCPU;
-    d->device.device_id = 0;
+    d->device.device_id = t->device == CS_CUDA ? t->device_index : 0;
     d->ndim = t->ndim;
     d->dtype = DL_DTYPE[t->dtype];
     d->shape = e->shape;
@@ -58,13 +69,14 @@ cs_status cs_to_dlpack(DLManagedTensor **out, const cs_tensor *t)
 typedef struct imported {
     DLManagedTensor *managed;
     cs_device device;
+    int gpu;
 } imported;
 
 static void release_imported(void *ctx)
 {
     imported *i = ctx;
     /* kernels queued on cuscan's stream may still read the memory */
-    if (i->device == CS_CUDA) cs_synchronize();
+    if (i->device == CS_CUDA) synchronize_gpu(i->gpu);
     if (i->managed->deleter) i->managed->deleter(i->managed);
     free(i);
 }
@@ -96,8 +108,9 @@ cs_status cs_from_dlpack(cs_tensor **out, DLManagedTensor *m)
     switch (d->device.device_type) {
     case kDLCPU: case kDLCUDAHost: device = CS_CPU; break;
     case kDLCUDA:
-        if (d->device.device_id != 0)
-            return cs_fail(CS_ERR_UNSUPPORTED, "device: CUDA device %d (cuscan uses device 0)", (int)d->device.device_id);
+        if (d->device.device_id < 0 || (cs_cuda_available() && d->device.device_id >= cs_device_count()))
+            return cs_fail(CS_ERR_UNSUPPORTED, "device: CUDA device %d is not one of this process's %d GPUs",
+                           (int)d->device.device_id, cs_device_count());
         device = CS_CUDA;
         break;
     default:
@@ -134,9 +147,16 @@ cs_status cs_from_dlpack(cs_tensor **out, DLManagedTensor *m)
     if (!i) return cs_fail(CS_ERR_OUT_OF_MEMORY, "host out of memory (DLPack tensor)");
     i->managed = m;
     i->device = device;
+    i->gpu = device == CS_CUDA ? (int)d->device.device_id : -1;
     void *data = d->data ? (char *)d->data + d->byte_offset : NULL;
+    int prev; /* the tensor belongs to the GPU that holds the memory */
+    if ((st = cs_gpu_enter(i->gpu, &prev))) {
+        free(i);
+        return st;
+    }
     st = cs_from_blob(out, data, (size_t)extent * esize, device, dtype, (int)d->ndim, d->shape, strides, 0,
                       release_imported, i);
+    cs_gpu_leave(prev);
     if (st) free(i);
     return st;
 }

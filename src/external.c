@@ -36,6 +36,7 @@ cs_status cs_from_blob(cs_tensor **out, void *data, size_t bytes, cs_device devi
     }
     s->refcount = 1;
     s->device = device;
+    s->device_index = device == CS_CUDA ? cs_cuda_get_device() : -1;
     s->data = data;
     s->bytes = bytes;
     s->release = keep_memory; /* until the view exists: a failed cs_as_strided must not release */
@@ -43,6 +44,7 @@ cs_status cs_from_blob(cs_tensor **out, void *data, size_t bytes, cs_device devi
     base->storage = s;
     base->dtype = dtype;
     base->device = device;
+    base->device_index = s->device_index;
     base->ndim = 1;
     base->shape[0] = (int64_t)(bytes / esize);
     base->strides[0] = 1;

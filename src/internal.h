@@ -10,6 +10,7 @@ extern "C" {
 typedef struct cs_storage {
     int refcount;
     cs_device device;
+    int device_index;          /* CUDA: the GPU the bytes live on; -1 on the CPU */
     void *data;
     size_t bytes;
     size_t block_bytes;        /* host: the size of the block behind data (a reused block may be larger) */
@@ -21,6 +22,7 @@ struct cs_tensor {
     cs_storage *storage;       /* NULL once released */
     cs_dtype dtype;
     cs_device device;
+    int device_index;          /* the storage's, kept after a release; -1 on the CPU */
     int ndim;
     int released;
     int64_t offset;
@@ -43,20 +45,35 @@ void cs_storage_release(cs_storage *s);
 void *cs_tensor_ptr(const cs_tensor *t); /* address of element 0 (storage + offset) */
 cs_status cs_check_usable(const cs_tensor *t, const char *what);
 cs_status cs_check_writable(const cs_tensor *t, const char *what); /* no two elements share memory */
+/* CS_OK when t lives where ref does (the same kind and GPU), else an error naming both:
+ * "what: expected a tensor on ref_name's device: what is on cuda:1, ref_name on cuda:0" */
+cs_status cs_check_same_device(const cs_tensor *t, const char *what, const cs_tensor *ref, const char *ref_name);
+const char *cs_device_name(const cs_tensor *t, char *buf, size_t n); /* "cpu" or "cuda:N" */
 /* The strides cs_empty_like gives a tensor like `like` (its dim order when dense, else row-major);
  * returns whether like is dense. */
 int cs_like_strides(const cs_tensor *like, int64_t *strides);
 
-/* ---- the CUDA side's host runtime (src/cuda/; src/no_cuda.c stands in without CUDA) ---- */
+/* ---- the CUDA side's host runtime (src/cuda/; src/no_cuda.c stands in without CUDA) ----
+ * Every GPU has a context of its own (stream, pool, scratch, staging), made on first use. Functions
+ * below without a GPU argument act on the calling thread's current GPU: an entry point that touches
+ * a tensor makes the tensor's GPU current first (cs_gpu_enter) and restores the caller's after. */
 enum { CS_QUEUE_WORDS = 16 };             /* words at the start of the scan flags scratch: the work queue's */
-cs_status cs_cuda_ready(void);            /* CS_OK when CUDA can be used now */
+enum { CS_MAX_GPUS = 64 };
+cs_status cs_cuda_ready(void);            /* CS_OK when CUDA can be used now (on the current GPU) */
+/* Makes GPU `index` current (its context ready) and stores the one current before in *prev; index
+ * -1 (a CPU tensor) changes nothing. cs_gpu_leave(prev) makes *prev current again. */
+cs_status cs_gpu_enter(int index, int *prev);
+void cs_gpu_leave(int prev);
 int cs_gpu_device_node(void);             /* an NVIDIA device node exists (layout.c): a GPU is there */
-void *cs_cuda_stream_handle(void);        /* the library's cudaStream_t */
+void *cs_cuda_stream_handle(void);        /* the current GPU's cudaStream_t */
 cs_status cs_cuda_check(int cuda_error, const char *what); /* maps a cudaError_t to a status */
-cs_status cs_cuda_malloc(void **data, size_t bytes);       /* device memory from the pool */
-void cs_cuda_free(void *data);
+cs_status cs_cuda_malloc(void **data, size_t bytes);       /* device memory from the current GPU's pool */
+void cs_cuda_free(void *data, int gpu);   /* back to the pool of the GPU it came from */
 cs_status cs_cuda_memory_info(int64_t *free_bytes, int64_t *total_bytes);
 cs_status cs_cuda_trim(void);             /* hands the pool's free blocks back */
+/* bytes from src on GPU src_gpu to dst on GPU dst_gpu, ordered after the work queued on both GPUs
+ * and before the work queued on either later; peer to peer where the GPUs allow it */
+cs_status cs_cuda_copy_peer(void *dst, int dst_gpu, const void *src, int src_gpu, size_t bytes);
 /* scan scratch: flags (work queue words first), 64-bit state words, 128-bit state words and values,
  * plus a fresh epoch (runtime.c says more) */
 cs_status cs_cuda_lookback_scratch(unsigned **flags, size_t nflags, unsigned long long **words, size_t nwords,

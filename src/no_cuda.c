@@ -13,7 +13,16 @@ const char *cs_cuda_unavailable_reason(void)
 static cs_status no_cuda(void) { return cs_fail(CS_ERR_NO_DEVICE, "CUDA is not available: %s", cs_cuda_unavailable_reason()); }
 
 int cs_cuda_available(void) { return 0; }
+int cs_device_count(void) { return 0; }
+int cs_cuda_get_device(void) { return -1; }
+cs_status cs_cuda_set_device(int index) { (void)index; return no_cuda(); }
 cs_status cs_cuda_ready(void) { return no_cuda(); }
+cs_status cs_gpu_enter(int index, int *prev)
+{
+    *prev = -1;
+    return index < 0 ? CS_OK : no_cuda();
+}
+void cs_gpu_leave(int prev) { (void)prev; }
 void *cs_cuda_stream_handle(void) { return NULL; }
 cs_status cs_synchronize(void) { return CS_OK; }
 cs_status cs_device_info(cs_device_properties *p) { (void)p; return no_cuda(); }
@@ -26,7 +35,7 @@ cs_status cs_cuda_check(int cuda_error, const char *what)
 }
 
 cs_status cs_cuda_malloc(void **data, size_t bytes) { (void)bytes; *data = NULL; return no_cuda(); }
-void cs_cuda_free(void *data) { (void)data; }
+void cs_cuda_free(void *data, int gpu) { (void)data; (void)gpu; }
 cs_status cs_cuda_memory_info(int64_t *free_bytes, int64_t *total_bytes)
 {
     *free_bytes = *total_bytes = 0;
@@ -49,6 +58,11 @@ void cs_cuda_temp_free(void *ptr) { (void)ptr; }
 int cs_cuda_multiprocessors(void) { return 1; }
 
 cs_status cs_cuda_copy_device(void *dst, const void *src, size_t bytes) { (void)dst; (void)src; (void)bytes; return no_cuda(); }
+cs_status cs_cuda_copy_peer(void *dst, int dst_gpu, const void *src, int src_gpu, size_t bytes)
+{
+    (void)dst; (void)dst_gpu; (void)src; (void)src_gpu; (void)bytes;
+    return no_cuda();
+}
 cs_status cs_transfer_contiguous(cs_tensor *dst, const cs_tensor *src) { (void)dst; (void)src; return no_cuda(); }
 cs_status cs_host_link_bandwidth(int64_t bytes, double *h2d, double *d2h)
 {
@@ -71,3 +85,27 @@ cs_status cs_cuda_compare(const cs_elementwise_plan *p, double rtol, double atol
     (void)p; (void)rtol; (void)atol; (void)equal_nan; (void)max_abs; (void)n_far;
     return no_cuda();
 }
+
+/* NCCL needs the CUDA side */
+static cs_status no_nccl(void)
+{
+    return cs_fail(CS_ERR_UNSUPPORTED, "NCCL is not available: %s", cs_cuda_unavailable_reason());
+}
+cs_status cs_comm_unique_id(unsigned char id[CS_COMM_ID_BYTES]) { (void)id; return no_nccl(); }
+cs_status cs_comm_init_all(cs_comm **comms, int n, const int *devices)
+{
+    (void)comms; (void)n; (void)devices;
+    return no_nccl();
+}
+cs_status cs_comm_init_rank(cs_comm **out, const unsigned char id[CS_COMM_ID_BYTES], int nranks, int rank, int device)
+{
+    (void)out; (void)id; (void)nranks; (void)rank; (void)device;
+    return no_nccl();
+}
+int cs_comm_rank(const cs_comm *c) { (void)c; return -1; }
+int cs_comm_size(const cs_comm *c) { (void)c; return -1; }
+int cs_comm_device(const cs_comm *c) { (void)c; return -1; }
+cs_status cs_all_gather(cs_comm *c, cs_tensor *recv, const cs_tensor *send) { (void)c; (void)recv; (void)send; return no_nccl(); }
+cs_status cs_comm_group_start(void) { return no_nccl(); }
+cs_status cs_comm_group_end(void) { return no_nccl(); }
+cs_status cs_comm_release(cs_comm *c) { (void)c; return CS_OK; }

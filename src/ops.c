@@ -19,10 +19,22 @@ static cs_status ew_plan(cs_elementwise_plan *p, int nin, cs_tensor *out, const 
     return CS_OK;
 }
 
-static cs_status run_ew(const cs_elementwise_plan *p, cs_device device)
+/* Runs on t's device: a CUDA tensor's GPU is made current for the call (its stream, its pool). */
+static cs_status run_ew(const cs_elementwise_plan *p, const cs_tensor *t)
 {
     if (p->numel == 0) return CS_OK;
-    return device == CS_CUDA ? cs_cuda_elementwise(p) : cs_cpu_elementwise(p);
+    if (t->device != CS_CUDA) return cs_cpu_elementwise(p);
+    int prev;
+    cs_status st = cs_gpu_enter(t->device_index, &prev);
+    if (st) return st;
+    st = cs_cuda_elementwise(p);
+    cs_gpu_leave(prev);
+    return st;
+}
+
+static int same_device(const cs_tensor *a, const cs_tensor *b)
+{
+    return a->device == b->device && cs_tensor_device_index(a) == cs_tensor_device_index(b);
 }
 
 static int same_shape(const cs_tensor *a, const cs_tensor *b)
@@ -34,7 +46,11 @@ static cs_status check_pair(const cs_tensor *out, const cs_tensor *a, const char
 {
     cs_status st = cs_check_usable(a, an);
     if (st) return st;
-    if (a->device != out->device) return cs_fail(CS_ERR_ARGUMENT, "%s: expected a tensor on the same device", an);
+    if (!same_device(a, out)) {
+        char da[32], dout[32];
+        return cs_fail(CS_ERR_ARGUMENT, "%s: expected a tensor on the same device (%s is on %s, the output on %s)", an,
+                       an, cs_device_name(a, da, sizeof da), cs_device_name(out, dout, sizeof dout));
+    }
     if (!same_shape(a, out)) return cs_fail(CS_ERR_ARGUMENT, "%s: expected the output's shape", an);
     return CS_OK;
 }
@@ -64,7 +80,7 @@ cs_status cs_fill(cs_tensor *t, double value)
     p.op = CS_EW_FILL;
     p.scalar = value;
     p.iscalar = t->dtype == CS_BOOL ? value != 0.0 : (t->dtype == CS_INT32 || t->dtype == CS_INT64) ? (int64_t)value : 0;
-    return run_ew(&p, t->device);
+    return run_ew(&p, t);
 }
 
 cs_status cs_fill_int64(cs_tensor *t, int64_t value)
@@ -79,7 +95,7 @@ cs_status cs_fill_int64(cs_tensor *t, int64_t value)
     p.op = CS_EW_FILL;
     p.scalar = (double)value;
     p.iscalar = t->dtype == CS_BOOL ? value != 0 : value;
-    return run_ew(&p, t->device);
+    return run_ew(&p, t);
 }
 
 /* Ops that number elements in row-major order need the iteration in the tensor's own dim order,
@@ -111,7 +127,7 @@ static cs_status random_fill(cs_tensor *t, uint64_t seed, int op, const char *wh
     row_major_iter(&p.it, t);
     p.op = op;
     p.seed = seed;
-    return run_ew(&p, t->device);
+    return run_ew(&p, t);
 }
 
 cs_status cs_rand(cs_tensor *t, uint64_t seed) { return random_fill(t, seed, CS_EW_RAND, "rand"); }
@@ -140,13 +156,18 @@ cs_status cs_arange(cs_tensor *t, double start, double step)
     p.scalar = start;
     p.scalar2 = step;
     p.compute = cs_dtype_is_float(t->dtype) ? CS_FLOAT64 : CS_INT64;
-    return run_ew(&p, t->device);
+    return run_ew(&p, t);
 }
 
-/* A contiguous tensor of src's shape and the given dtype/device. */
-static cs_status contiguous_temp(cs_tensor **tmp, const cs_tensor *src, cs_dtype dtype, cs_device device)
+/* A contiguous tensor of src's shape and the given dtype, on the device (and GPU) of `on`. */
+static cs_status contiguous_temp(cs_tensor **tmp, const cs_tensor *src, cs_dtype dtype, const cs_tensor *on)
 {
-    return cs_empty(tmp, src->ndim, src->shape, dtype, device);
+    int prev;
+    cs_status st = cs_gpu_enter(cs_tensor_device_index(on), &prev);
+    if (st) return st;
+    st = cs_empty(tmp, src->ndim, src->shape, dtype, on->device);
+    cs_gpu_leave(prev);
+    return st;
 }
 
 
@@ -158,12 +179,12 @@ cs_status cs_copy(cs_tensor *dst, const cs_tensor *src)
     if ((st = cs_check_writable(dst, "x"))) return st;
     if (!same_shape(dst, src)) return cs_fail(CS_ERR_ARGUMENT, "copy: source and destination shapes differ");
     if (cs_tensor_numel(dst) == 0) return CS_OK;
-    if (dst->device == src->device) {
+    if (same_device(dst, src)) {
         if (cs_tensor_overlap(dst, src) == 1) return CS_OK;
         if (cs_tensor_overlap(dst, src) == 2) {
             /* go through a temporary so that no element is read after being overwritten */
             cs_tensor *tmp;
-            if ((st = contiguous_temp(&tmp, src, src->dtype, src->device))) return st;
+            if ((st = contiguous_temp(&tmp, src, src->dtype, src))) return st;
             st = cs_copy(tmp, src);
             if (!st) st = cs_copy(dst, tmp);
             cs_tensor_free(tmp);
@@ -171,7 +192,13 @@ cs_status cs_copy(cs_tensor *dst, const cs_tensor *src)
         }
         if (dst->dtype == src->dtype && cs_tensor_is_contiguous(dst) && cs_tensor_is_contiguous(src)) {
             const size_t bytes = (size_t)cs_tensor_numel(src) * cs_dtype_size(src->dtype);
-            if (dst->device == CS_CUDA) return cs_cuda_copy_device(cs_tensor_ptr(dst), cs_tensor_ptr(src), bytes);
+            if (dst->device == CS_CUDA) {
+                int prev;
+                if ((st = cs_gpu_enter(dst->device_index, &prev))) return st;
+                st = cs_cuda_copy_device(cs_tensor_ptr(dst), cs_tensor_ptr(src), bytes);
+                cs_gpu_leave(prev);
+                return st;
+            }
             cs_cpu_copy_bytes(cs_tensor_ptr(dst), cs_tensor_ptr(src), bytes);
             return CS_OK;
         }
@@ -183,19 +210,20 @@ cs_status cs_copy(cs_tensor *dst, const cs_tensor *src)
          * range stays outside it when rounded, and the double store clamps. */
         p.compute = (cs_dtype_is_float(dst->dtype) || cs_dtype_is_float(src->dtype) ||
                      (dst->dtype == CS_INT32 && src->dtype == CS_INT64)) ? CS_FLOAT64 : CS_INT64;
-        return run_ew(&p, dst->device);
+        return run_ew(&p, dst);
     }
-    /* across devices: the bytes travel contiguous and in src's dtype; the receiving side scatters */
+    /* across devices (host and GPU, or two GPUs): the bytes travel contiguous and in src's dtype;
+     * the receiving side scatters */
     if (cs_tensor_is_contiguous(src) && cs_tensor_is_contiguous(dst) && src->dtype == dst->dtype)
         return cs_transfer_contiguous(dst, src);
     cs_tensor *staged_src = NULL, *staged_dst = NULL;
     const cs_tensor *from = src;
     if (!cs_tensor_is_contiguous(src)) {
-        if ((st = contiguous_temp(&staged_src, src, src->dtype, src->device))) return st;
+        if ((st = contiguous_temp(&staged_src, src, src->dtype, src))) return st;
         if ((st = cs_copy(staged_src, src))) goto done;
         from = staged_src;
     }
-    if ((st = contiguous_temp(&staged_dst, src, src->dtype, dst->device))) goto done;
+    if ((st = contiguous_temp(&staged_dst, src, src->dtype, dst))) goto done;
     if ((st = cs_transfer_contiguous(staged_dst, from))) goto done;
     st = cs_copy(dst, staged_dst);
 done:
@@ -223,7 +251,7 @@ cs_status cs_flip(cs_tensor *out, const cs_tensor *x, unsigned dims)
     ew_plan(&p, 1, out, &back, NULL);
     p.op = CS_EW_COPY;
     p.compute = (cs_dtype_is_float(out->dtype) || cs_dtype_is_float(x->dtype)) ? CS_FLOAT64 : CS_INT64;
-    return run_ew(&p, out->device);
+    return run_ew(&p, out);
 }
 
 cs_status cs_where(cs_tensor *out, const cs_tensor *mask, const cs_tensor *a, const cs_tensor *b)
@@ -242,7 +270,7 @@ cs_status cs_where(cs_tensor *out, const cs_tensor *mask, const cs_tensor *a, co
     ew_plan(&p, 2, out, mask, a);
     p.op = CS_EW_WHERE;
     p.compute = (cs_dtype_is_float(out->dtype) || cs_dtype_is_float(a->dtype)) ? CS_FLOAT64 : CS_INT64;
-    return run_ew(&p, out->device);
+    return run_ew(&p, out);
 }
 
 cs_status cs_unary(cs_tensor *out, const cs_tensor *x, cs_unary_op op)
@@ -256,7 +284,7 @@ cs_status cs_unary(cs_tensor *out, const cs_tensor *x, cs_unary_op op)
     ew_plan(&p, 1, out, x, NULL);
     p.op = op;
     p.compute = op == CS_LOGICAL_NOT ? CS_BOOL : out->dtype;
-    return run_ew(&p, out->device);
+    return run_ew(&p, out);
 }
 
 static cs_dtype wider(cs_dtype a, cs_dtype b)
@@ -284,7 +312,7 @@ cs_status cs_binary(cs_tensor *out, const cs_tensor *a, const cs_tensor *b, cs_b
     ew_plan(&p, 2, out, a, b);
     p.op = op;
     p.compute = is_predicate(op) ? wider(a->dtype, b->dtype) : out->dtype;
-    return run_ew(&p, out->device);
+    return run_ew(&p, out);
 }
 
 cs_status cs_binary_scalar(cs_tensor *out, const cs_tensor *a, double s, cs_binary_op op, int scalar_first)
@@ -307,7 +335,7 @@ cs_status cs_binary_scalar(cs_tensor *out, const cs_tensor *a, double s, cs_bina
     p.compute = is_predicate(op) ? (cs_dtype_is_float(a->dtype) || !s_is_int ? CS_FLOAT64 : CS_INT64) : out->dtype;
     if (!cs_dtype_is_float(p.compute) && (st = check_element(s, p.compute == CS_INT32 ? CS_INT32 : CS_INT64, "scalar")))
         return st;
-    return run_ew(&p, out->device);
+    return run_ew(&p, out);
 }
 
 cs_status cs_reduce(cs_tensor *out, const cs_tensor *x, int dim, cs_reduce_op op)
@@ -316,7 +344,7 @@ cs_status cs_reduce(cs_tensor *out, const cs_tensor *x, int dim, cs_reduce_op op
     if (st) return st;
     if ((st = cs_check_writable(out, "out"))) return st;
     if ((st = cs_check_usable(x, "x"))) return st;
-    if (x->device != out->device) return cs_fail(CS_ERR_ARGUMENT, "out: expected a tensor on x's device");
+    if ((st = cs_check_same_device(out, "out", x, "x"))) return st;
     if ((unsigned)op > CS_REDUCE_MIN) return cs_fail(CS_ERR_ARGUMENT, "unknown reduction %d", (int)op);
     if (dim < -1 || dim >= x->ndim) return cs_fail(CS_ERR_ARGUMENT, "dim: %d is out of range for a tensor of %d dims", dim, x->ndim);
     int64_t len = dim < 0 ? cs_tensor_numel(x) : x->shape[dim];
@@ -327,7 +355,7 @@ cs_status cs_reduce(cs_tensor *out, const cs_tensor *x, int dim, cs_reduce_op op
     if (cs_tensor_numel(out) == 0) return CS_OK;
     cs_tensor *tmp = NULL;
     if (dim < 0 && !cs_tensor_is_contiguous(x)) {
-        if ((st = contiguous_temp(&tmp, x, x->dtype, x->device))) return st;
+        if ((st = contiguous_temp(&tmp, x, x->dtype, x))) return st;
         if ((st = cs_copy(tmp, x))) { cs_tensor_free(tmp); return st; }
         x = tmp;
     }
@@ -358,7 +386,15 @@ cs_status cs_reduce(cs_tensor *out, const cs_tensor *x, int dim, cs_reduce_op op
         p.len = len;
         p.stride = x->strides[dim];
     }
-    st = x->device == CS_CUDA ? cs_cuda_reduce(&p) : cs_cpu_reduce(&p);
+    if (x->device == CS_CUDA) {
+        int prev;
+        if (!(st = cs_gpu_enter(x->device_index, &prev))) {
+            st = cs_cuda_reduce(&p);
+            cs_gpu_leave(prev);
+        }
+    } else {
+        st = cs_cpu_reduce(&p);
+    }
     cs_tensor_free(tmp);
     return st;
 }
@@ -374,12 +410,12 @@ cs_status cs_compare(const cs_tensor *a, const cs_tensor *b, double rtol, double
     *n_far = 0;
     if (cs_tensor_numel(a) == 0) return CS_OK;
     cs_tensor *moved = NULL;
-    if (a->device != b->device) {
-        /* compare on the CPU: move whichever lives on CUDA */
-        const cs_tensor *dev = a->device == CS_CUDA ? a : b;
-        if ((st = cs_empty(&moved, dev->ndim, dev->shape, dev->dtype, CS_CPU))) return st;
+    if (!same_device(a, b)) {
+        /* compare on the CPU, moving whichever lives on CUDA there; two GPUs: on a's, b moved */
+        const cs_tensor *dev = a->device == CS_CUDA && b->device == CS_CUDA ? b : a->device == CS_CUDA ? a : b;
+        if ((st = contiguous_temp(&moved, dev, dev->dtype, dev == b ? a : b))) return st;
         if ((st = cs_copy(moved, dev))) { cs_tensor_free(moved); return st; }
-        if (a->device == CS_CUDA) a = moved; else b = moved;
+        if (dev == a) a = moved; else b = moved;
     }
     cs_elementwise_plan p;
     const cs_tensor *ts[3] = { a, a, b };
@@ -391,8 +427,15 @@ cs_status cs_compare(const cs_tensor *a, const cs_tensor *b, double rtol, double
     }
     cs_iter_build(&p.it, 3, ts, -1);
     p.numel = cs_iter_numel(&p.it);
-    st = a->device == CS_CUDA ? cs_cuda_compare(&p, rtol, atol, equal_nan, max_abs, n_far)
-                              : cs_cpu_compare(&p, rtol, atol, equal_nan, max_abs, n_far);
+    if (a->device == CS_CUDA) {
+        int prev;
+        if (!(st = cs_gpu_enter(a->device_index, &prev))) {
+            st = cs_cuda_compare(&p, rtol, atol, equal_nan, max_abs, n_far);
+            cs_gpu_leave(prev);
+        }
+    } else {
+        st = cs_cpu_compare(&p, rtol, atol, equal_nan, max_abs, n_far);
+    }
     cs_tensor_free(moved);
     return st;
 }

@@ -42,7 +42,8 @@ static cs_status check_like_x(const cs_tensor *t, const cs_tensor *x, cs_dtype d
     char a[128], b[128];
     if (t->dtype != dtype)
         return cs_fail(CS_ERR_ARGUMENT, "%s: expected a %s tensor, got %s", what, cs_dtype_name(dtype), cs_dtype_name(t->dtype));
-    if (t->device != x->device) return cs_fail(CS_ERR_ARGUMENT, "%s: expected a tensor on x's device", what);
+    cs_status st = cs_check_same_device(t, what, x, "x");
+    if (st) return st;
     if (!same_shape(t, x)) {
         shape_str(x, a, sizeof a);
         shape_str(t, b, sizeof b);
@@ -69,7 +70,7 @@ static cs_status check_scan_args(const cs_tensor *out, const cs_tensor *x, int d
         return cs_fail(CS_ERR_ARGUMENT, "flags: unknown flags 0x%x", args->flags & ~(unsigned)(CS_SCAN_REVERSE | CS_SCAN_EXCLUSIVE));
     if (dim < 0 || dim >= x->ndim)
         return cs_fail(CS_ERR_ARGUMENT, "dim: %d is out of range for a tensor of %d dims", dim, x->ndim);
-    if (out->device != x->device) return cs_fail(CS_ERR_ARGUMENT, "out: expected a tensor on x's device");
+    if ((st = cs_check_same_device(out, "out", x, "x"))) return st;
     if (!same_shape(out, x)) {
         shape_str(x, a, sizeof a);
         shape_str(out, b, sizeof b);
@@ -272,9 +273,15 @@ static cs_status plan_scan(cs_scan_plan *p, cs_tensor *out, const cs_tensor *x, 
 
 /* The CUDA kernels run sums and products without reset or indices so far: the rest is refused here
  * rather than left to kernels that would ignore it. Goes when the kernels take them. */
-static cs_status run_plan(const cs_scan_plan *p, cs_device device)
+static cs_status run_plan(const cs_scan_plan *p, const cs_tensor *x)
 {
-    return device == CS_CUDA ? cs_cuda_scan(p) : cs_cpu_scan(p);
+    if (x->device != CS_CUDA) return cs_cpu_scan(p);
+    int prev; /* on x's GPU, with its stream and scratch */
+    cs_status st = cs_gpu_enter(x->device_index, &prev);
+    if (st) return st;
+    st = cs_cuda_scan(p);
+    cs_gpu_leave(prev);
+    return st;
 }
 
 static const cs_scan_args no_args;
@@ -285,7 +292,7 @@ cs_status cs_scan_with(cs_tensor *out, const cs_tensor *x, int dim, cs_scan_op o
     cs_status st = plan_scan(&p, out, x, dim, op, args ? args : &no_args);
     if (st) return st;
     if (cs_tensor_numel(x) == 0) return CS_OK;
-    return run_plan(&p, x->device);
+    return run_plan(&p, x);
 }
 
 cs_status cs_scan(cs_tensor *out, const cs_tensor *x, int dim, cs_scan_op op, unsigned flags,
@@ -299,7 +306,8 @@ cs_status cs_scan(cs_tensor *out, const cs_tensor *x, int dim, cs_scan_op op, un
  * what explain describes in place of an output it was not given. */
 static void fresh_like(cs_tensor *t, cs_storage *none, const cs_tensor *x, cs_dtype dtype)
 {
-    *none = (cs_storage){ .refcount = 1, .device = x->device, .data = (void *)(uintptr_t)4096 };
+    *none = (cs_storage){ .refcount = 1, .device = x->device, .device_index = x->device_index,
+                         .data = (void *)(uintptr_t)4096 };
     *t = *x;
     t->storage = none;
     t->dtype = dtype;
@@ -337,7 +345,7 @@ cs_status cs_scan_explain_with(char *buf, size_t n, const cs_tensor *x, int dim,
     p.explain = buf;
     p.explain_len = n;
     p.log = 0;
-    return run_plan(&p, x->device);
+    return run_plan(&p, x);
 }
 
 cs_status cs_scan_explain(char *buf, size_t n, const cs_tensor *x, int dim, cs_scan_op op, unsigned flags,

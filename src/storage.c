@@ -1,5 +1,5 @@
-/* storage.c - refcounted storage on the host and on the CUDA device (through the CUDA side's
- * allocator, src/cuda/runtime.c), kept large host blocks, and the bookkeeping of bytes held. */
+/* storage.c - refcounted storage on the host and on a GPU (the current one when made, through the
+ * CUDA side's allocator, src/cuda/runtime.c), kept large host blocks, and the bookkeeping of bytes held. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdatomic.h>
@@ -10,7 +10,13 @@
 #include <unistd.h>
 #include "internal.h"
 
-static _Atomic int64_t held_bytes[2];
+/* bytes held: [0] on the host, [1 + i] on GPU i */
+static _Atomic int64_t held_bytes[1 + CS_MAX_GPUS];
+
+static int held_slot(cs_device device, int gpu)
+{
+    return device == CS_CPU || gpu < 0 || gpu >= CS_MAX_GPUS ? 0 : 1 + gpu;
+}
 
 /* ---- large host blocks kept for reuse ----
  * A fresh page costs a fault and a clear by the kernel: x:cpu() of 1 GiB into new pages ran at about
@@ -96,7 +102,7 @@ static void host_cache_drain(void)
 cs_status cs_memory_info(cs_device device, int64_t *in_use, int64_t *free_bytes, int64_t *total_bytes)
 {
     if (device != CS_CPU && device != CS_CUDA) return cs_fail(CS_ERR_ARGUMENT, "unknown device %d", (int)device);
-    *in_use = atomic_load(&held_bytes[device]);
+    *in_use = cs_memory_in_use(device);
     if (device == CS_CPU) {
         long page = sysconf(_SC_PAGESIZE);
         *free_bytes = (int64_t)sysconf(_SC_AVPHYS_PAGES) * page;
@@ -108,7 +114,10 @@ cs_status cs_memory_info(cs_device device, int64_t *in_use, int64_t *free_bytes,
 
 int64_t cs_memory_in_use(cs_device device)
 {
-    return (device == CS_CPU || device == CS_CUDA) ? atomic_load(&held_bytes[device]) : 0;
+    if (device == CS_CPU) return atomic_load(&held_bytes[0]);
+    if (device != CS_CUDA) return 0;
+    const int gpu = cs_cuda_get_device();
+    return gpu < 0 ? 0 : atomic_load(&held_bytes[held_slot(CS_CUDA, gpu)]);
 }
 
 cs_status cs_memory_trim(cs_device device)
@@ -123,9 +132,11 @@ cs_status cs_storage_new(cs_storage **out, cs_device device, size_t bytes)
 {
     void *data = NULL;
     size_t block = 0;
+    int gpu = -1;
     if (device == CS_CUDA) {
         cs_status st = cs_cuda_ready();
         if (st) return st;
+        gpu = cs_cuda_get_device();
     }
     if (bytes > 0) {
         size_t rounded = (bytes + 255) & ~(size_t)255; /* kernels may read whole 16-byte vectors */
@@ -158,15 +169,16 @@ cs_status cs_storage_new(cs_storage **out, cs_device device, size_t bytes)
     cs_storage *s = calloc(1, sizeof *s);
     if (!s) {
         if (device == CS_CPU) free(data);
-        else cs_cuda_free(data);
+        else cs_cuda_free(data, gpu);
         return cs_fail(CS_ERR_OUT_OF_MEMORY, "host out of memory (tensor handle)");
     }
     s->refcount = 1;
     s->device = device;
+    s->device_index = gpu;
     s->data = data;
     s->bytes = bytes;
     s->block_bytes = block;
-    atomic_fetch_add(&held_bytes[device], (int64_t)bytes);
+    atomic_fetch_add(&held_bytes[held_slot(device, gpu)], (int64_t)bytes);
     *out = s;
     return CS_OK;
 }
@@ -182,8 +194,8 @@ void cs_storage_release(cs_storage *s)
     if (s->device == CS_CPU) {
         if (!host_cache_put(s->data, s->block_bytes)) free(s->data);
     } else {
-        cs_cuda_free(s->data);
+        cs_cuda_free(s->data, s->device_index);
     }
-    atomic_fetch_sub(&held_bytes[s->device], (int64_t)s->bytes);
+    atomic_fetch_sub(&held_bytes[held_slot(s->device, s->device_index)], (int64_t)s->bytes);
     free(s);
 }

@@ -1,4 +1,5 @@
 /* tensor.c - tensor handles: shapes, strides, views over refcounted storage. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
@@ -39,6 +40,7 @@ static cs_tensor *handle_new(cs_storage *s, cs_dtype dtype, cs_device device, in
     t->storage = s;
     t->dtype = dtype;
     t->device = device;
+    t->device_index = s->device_index;
     t->ndim = ndim;
     return t;
 }
@@ -192,6 +194,22 @@ int64_t cs_tensor_offset(const cs_tensor *t) { return t->offset; }
 int64_t cs_tensor_numel(const cs_tensor *t) { return cs_numel_of(t->ndim, t->shape); }
 cs_dtype cs_tensor_dtype(const cs_tensor *t) { return t->dtype; }
 cs_device cs_tensor_device(const cs_tensor *t) { return t->device; }
+int cs_tensor_device_index(const cs_tensor *t) { return t->device == CS_CUDA ? t->device_index : -1; }
+
+const char *cs_device_name(const cs_tensor *t, char *buf, size_t n)
+{
+    if (t->device == CS_CPU) snprintf(buf, n, "cpu");
+    else snprintf(buf, n, "cuda:%d", t->device_index);
+    return buf;
+}
+
+cs_status cs_check_same_device(const cs_tensor *t, const char *what, const cs_tensor *ref, const char *ref_name)
+{
+    if (t->device == ref->device && cs_tensor_device_index(t) == cs_tensor_device_index(ref)) return CS_OK;
+    char a[32], b[32];
+    return cs_fail(CS_ERR_ARGUMENT, "%s: expected a tensor on %s's device: %s is on %s, %s on %s", what, ref_name, what,
+                   cs_device_name(t, a, sizeof a), ref_name, cs_device_name(ref, b, sizeof b));
+}
 int cs_tensor_is_released(const cs_tensor *t) { return t->released; }
 
 int cs_tensor_is_contiguous(const cs_tensor *t)

@@ -86,10 +86,19 @@ core.ELEM_PTR = {
 function core.written_as(dtype)
   return (dtype == F16 or dtype == BF16) and F64 or dtype
 end
-local CPU, CUDA = 0, 1
-core.CPU, core.CUDA = CPU, CUDA
-core.DEVICE = { cpu = CPU, cuda = CUDA, ["cuda:0"] = CUDA }
-core.DEVICE_NAME = { [CPU] = "cpu", [CUDA] = "cuda" }
+-- A device is a number in Lua: CPU (0) for the host, 1 + i for GPU i ("cuda:i"). C takes the kind
+-- (CS_CPU, CS_CUDA) and makes a CUDA tensor on the current GPU: core.on_device makes dev's GPU
+-- current around a C call. "cuda" names the current default GPU, C's current GPU of this thread.
+local CPU, CUDA_KIND = 0, 1
+core.CPU = CPU
+function core.kind(dev) return dev == CPU and CPU or CUDA_KIND end
+function core.is_cuda(dev) return dev ~= CPU end
+function core.gpu(i) return 1 + i end
+function core.gpu_index(dev) return dev ~= CPU and dev - 1 or nil end
+-- DEVICE_NAME[dev]: the full name, "cpu" or "cuda:i"
+core.DEVICE_NAME = setmetatable({ [CPU] = "cpu" }, {
+  __index = function(_, dev) return type(dev) == "number" and format("cuda:%d", dev - 1) or nil end,
+})
 
 local S_OOM = tonumber(C.CS_ERR_OUT_OF_MEMORY)
 core.S_OOM = S_OOM
@@ -99,6 +108,34 @@ core.cuda_ok = cuda_ok
 
 function core.cuda_reason()
   return ffi_string(C.cs_cuda_unavailable_reason())
+end
+
+-- The current default GPU as a device (nil without CUDA).
+function core.default_gpu()
+  if not cuda_ok then return nil end
+  return 1 + C.cs_cuda_get_device()
+end
+
+-- The name a tensor on dev reports as x.device: "cuda" on the current default GPU, "cuda:i" on
+-- another, so that passing it as `device =` makes a tensor next to x.
+function core.device_label(dev)
+  if dev == CPU then return "cpu" end
+  if dev == core.default_gpu() then return "cuda" end
+  return core.DEVICE_NAME[dev]
+end
+
+-- Runs the C call fn(...) with dev's GPU current (the caller's GPU current again after); returns
+-- its status. On the CPU it just runs it.
+local cs_cuda_get_device, cs_cuda_set_device = C.cs_cuda_get_device, C.cs_cuda_set_device
+function core.on_device(dev, fn, ...)
+  if dev == CPU then return fn(...) end
+  local prev = cs_cuda_get_device()
+  if prev == dev - 1 then return fn(...) end
+  local st = cs_cuda_set_device(dev - 1)
+  if st ~= 0 then return st end
+  st = fn(...)
+  cs_cuda_set_device(prev)
+  return st
 end
 
 local DTYPE_LIST = "float32, float64, float16, bfloat16, int32, int64 or bool"
@@ -111,15 +148,25 @@ function core.parse_dtype(v, fname, argname)
   return d
 end
 
+-- A device name: "cpu", "cuda" (the current default GPU) or "cuda:N" (0-based, as CUDA numbers them).
 function core.parse_device(v, fname, argname)
-  local d = core.DEVICE[v]
-  if d == nil then
-    raise(format("%s: %s: expected \"cpu\" or \"cuda\", got %s", fname, argname or "device", describe(v)))
+  argname = argname or "device"
+  local index = type(v) == "string" and v:match("^cuda:(%d+)$")
+  if v ~= "cpu" and v ~= "cuda" and not index then
+    raise(format("%s: %s: expected \"cpu\" or \"cuda\", got %s (\"cuda:N\" names GPU N, counted from 0)", fname,
+                 argname, describe(v)))
   end
-  if d == CUDA and not cuda_ok then
-    raise(format("%s: %s: CUDA is not available (%s)", fname, argname or "device", core.cuda_reason()))
+  if v == "cpu" then return CPU end
+  if not cuda_ok then
+    raise(format("%s: %s: CUDA is not available (%s)", fname, argname, core.cuda_reason()))
   end
-  return d
+  if not index then return core.default_gpu() end
+  local i, count = tonumber(index), tonumber(C.cs_device_count())
+  if i >= count then
+    raise(format("%s: %s: %s does not exist: this machine has %d GPU%s (cuda:0%s)", fname, argname, v, count,
+                 count == 1 and "" or "s", count > 1 and format(" to cuda:%d", count - 1) or ""))
+  end
+  return 1 + i
 end
 
 -- Checks that opts is nil or a table whose keys are all in `allowed` (a set), so that a misspelt
@@ -323,7 +370,10 @@ core.check_tensor = check_tensor
 -- How the module reads a handle's dtype, device, number of dims and element count from C (as Lua
 -- numbers); nothing else calls those C functions directly.
 function core.dtype_of(t) return tonumber(C.cs_tensor_dtype(t)) end
-function core.device_of(t) return tonumber(C.cs_tensor_device(t)) end
+function core.device_of(t)
+  if C.cs_tensor_device(t) == CPU then return CPU end
+  return 1 + C.cs_tensor_device_index(t)
+end
 function core.ndim_of(t) return C.cs_tensor_ndim(t) end
 function core.numel_of(t) return tonumber(C.cs_tensor_numel(t)) end
 
@@ -450,21 +500,32 @@ end
 -- retried once before the error is raised.
 ---------------------------------------------------------------------------------------------------
 local MiB = 1024 * 1024
-local est = { [CPU] = 0, [CUDA] = 0 }
-local limit = { [CPU] = -1, [CUDA] = -1 }  -- -1: not yet set
-local floor_bytes = { [CPU] = 256 * MiB, [CUDA] = 1024 * MiB }
+-- per device (keyed by the device number; a GPU's entries appear with its first tensor)
+local est = setmetatable({}, { __index = function() return 0 end })
+local limit = setmetatable({}, { __index = function() return -1 end })  -- -1: not yet set
+local floor_bytes = { [CPU] = 256 * MiB, [CUDA_KIND] = 1024 * MiB }
 local collections = 0
 
 local mi_use, mi_free, mi_total = ffi.new("int64_t[1]"), ffi.new("int64_t[1]"), ffi.new("int64_t[1]")
 
 local function mem_read(dev)
-  if C.cs_memory_info(dev, mi_use, mi_free, mi_total) ~= 0 then return nil end
+  if core.on_device(dev, C.cs_memory_info, core.kind(dev), mi_use, mi_free, mi_total) ~= 0 then return nil end
   return tonumber(mi_use[0]), tonumber(mi_free[0]), tonumber(mi_total[0])
 end
 core.mem_read = mem_read
 
+local function in_use(dev)
+  if dev == CPU then return tonumber(C.cs_memory_in_use(CPU)) end
+  local prev = cs_cuda_get_device()
+  if prev == dev - 1 then return tonumber(C.cs_memory_in_use(CUDA_KIND)) end
+  cs_cuda_set_device(dev - 1)
+  local n = tonumber(C.cs_memory_in_use(CUDA_KIND))
+  cs_cuda_set_device(prev)
+  return n
+end
+
 local function set_limit(dev, live, total)
-  local fl = math.min(floor_bytes[dev], math.max(total / 16, 16 * MiB))
+  local fl = math.min(floor_bytes[core.kind(dev)], math.max(total / 16, 16 * MiB))
   local grow = math.max(live, fl)                  -- let the heap double, or grow by the floor
   local room = math.max((total - live) * 0.75, 0)  -- but stay below the device's capacity
   limit[dev] = live + math.max(math.min(grow, room), 16 * MiB)
@@ -479,7 +540,7 @@ core.collect = collect
 -- The bytes held come from a counter in C (no device call); the device's total is read once.
 local totals = {}
 local function rebalance(dev)
-  local used = tonumber(C.cs_memory_in_use(dev))
+  local used = in_use(dev)
   local total = totals[dev]
   if not total then
     local _, _, t = mem_read(dev)
@@ -490,7 +551,7 @@ local function rebalance(dev)
   if limit[dev] < 0 then set_limit(dev, used, total) end
   if used > limit[dev] then
     collect()
-    used = tonumber(C.cs_memory_in_use(dev))
+    used = in_use(dev)
     set_limit(dev, used, total)
   end
   est[dev] = used
@@ -503,9 +564,11 @@ local function note_alloc(dev, bytes)
 end
 core.note_alloc = note_alloc
 
+-- cuda: the current default GPU's
 function core.gc_stats()
-  return { collections = collections, limit = { cpu = limit[CPU], cuda = limit[CUDA] },
-           estimate = { cpu = est[CPU], cuda = est[CUDA] } }
+  local gpu = core.default_gpu() or 1
+  return { collections = collections, limit = { cpu = limit[CPU], cuda = limit[gpu] },
+           estimate = { cpu = est[CPU], cuda = est[gpu] } }
 end
 
 local outp = ffi.new("cs_tensor *[1]")
@@ -527,14 +590,15 @@ end
 
 -- A new contiguous tensor; the shape must already be in SH (core.parse_shape).
 function core.empty_from_sh(ndim, dtype, dev, fname)
-  local st = C.cs_empty(outp, ndim, SH, dtype, dev)
+  local kind = core.kind(dev)
+  local st = core.on_device(dev, C.cs_empty, outp, ndim, SH, dtype, kind)
   if st ~= 0 then
     if st == S_OOM then
       -- SH may be reused by a finaliser-free path only; copy it first to be safe
       local saved = ffi.new("int64_t[8]")
       ffi.copy(saved, SH, 8 * 8)
       collect()  -- the retry's allocation trims the device pool itself if it must (alloc.c)
-      st = C.cs_empty(outp, ndim, saved, dtype, dev)
+      st = core.on_device(dev, C.cs_empty, outp, ndim, saved, dtype, kind)
     end
     if st ~= 0 then fail(fname) end
   end
@@ -550,11 +614,12 @@ end
 
 -- A new tensor shaped like `like` (a handle), laid out in like's dim order.
 function core.empty_like(like, dtype, dev, fname)
-  local st = C.cs_empty_like(outp, like, dtype, dev)
+  local kind = core.kind(dev)
+  local st = core.on_device(dev, C.cs_empty_like, outp, like, dtype, kind)
   if st ~= 0 then
     if st == S_OOM then
       collect()
-      st = C.cs_empty_like(outp, like, dtype, dev)
+      st = core.on_device(dev, C.cs_empty_like, outp, like, dtype, kind)
     end
     if st ~= 0 then fail(fname) end
   end

@@ -63,7 +63,7 @@ ffi.metatype("cs_event", {
 -- cs.event([device]): a new event on the device (the default device unless named).
 function ev.new(device, default_dev)
   local dev = device == nil and default_dev or core.parse_device(device, "event")
-  if C.cs_event_create(outp, dev) ~= 0 then core.fail("event") end
+  if core.on_device(dev, C.cs_event_create, outp, core.kind(dev)) ~= 0 then core.fail("event") end
   local e = ffi.gc(outp[0], C.cs_event_free)
   outp[0] = nil
   live[e] = true

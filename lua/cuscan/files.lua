@@ -109,7 +109,7 @@ function files.load(path, opts, default_device)
     raise(format("load: mmap: a memory map gives a CPU tensor; load without mmap to place the data on %s",
                  describe(opts.device)))
   end
-  local dev = opts.device ~= nil and core.parse_device(opts.device, "load") or core.DEVICE[default_device]
+  local dev = opts.device ~= nil and core.parse_device(opts.device, "load") or core.parse_device(default_device, "load")
   if mmap then dev = CPU end
   local dtype = opts.dtype ~= nil and core.parse_dtype(opts.dtype, "load") or core.F64
   local header = core.check_bool_opt(opts.header, "load", "header")

@@ -13,18 +13,30 @@ local ENTRIES = {
     [[Why CUDA cannot be used: "no CUDA device found" on a machine without a GPU (followed by
       "(built without CUDA)" in a build without CUDA), the CUDA runtime's message where a GPU is
       there but cannot be used; the empty string when it can.]] },
+  { "Devices", { "cs.device_count" }, "cs.device_count()",
+    [[The number of GPUs cuscan can use (0 without CUDA). Wherever a device is named, "cpu",
+      "cuda" (the current default GPU) and "cuda:N" (GPU N, counted from 0 as CUDA and PyTorch
+      count) are accepted. A tensor stays on the GPU it was made on and every op on it runs
+      there; operands of one op must share a device.]] },
   { "Devices", { "cs.default_device" }, "cs.default_device()",
     [[The device new tensors go to when no device is named: "cuda" when a device is usable, else
-      "cpu"; the environment variable CUSCAN_DEVICE sets it at load time.]],
+      "cpu"; the environment variable CUSCAN_DEVICE ("cpu", "cuda" or "cuda:N") sets it at load
+      time. "cuda" means the current default GPU (cs.default_gpu()).]],
     [[An unknown CUSCAN_DEVICE, or CUSCAN_DEVICE=cuda without a usable device, is an error when
       the module is loaded.]] },
+  { "Devices", { "cs.default_gpu" }, "cs.default_gpu()",
+    [[The index of the current default GPU, the one "cuda" names (0 at first; nil without CUDA).]] },
   { "Devices", { "cs.set_default_device" }, "cs.set_default_device(device)",
-    [[Makes device ("cpu" or "cuda") the default for constructors and timing events that name none.]],
-    [[device is not "cpu" or "cuda"; "cuda" without a usable device.]] },
-  { "Devices", { "cs.device_info" }, "cs.device_info()",
-    [[A table describing the CUDA device (name, total_memory and memory in bytes,
-      compute_capability such as "9.0", major, minor, multiprocessors, l2_cache_bytes,
-      driver_version, runtime_version), or nil when there is no usable device.]] },
+    [[Makes device ("cpu", "cuda" or "cuda:N") the default for constructors and timing events that
+      name none; "cuda:N" also makes GPU N the one "cuda" names.]],
+    [[device is not "cpu", "cuda" or "cuda:N"; "cuda:N" beyond the GPUs there are (the message
+      says how many); "cuda" without a usable device.]] },
+  { "Devices", { "cs.device_info" }, "cs.device_info([device])",
+    [[A table describing a GPU (the default GPU unless named: "cuda" or "cuda:N"): index, name,
+      total_memory and memory in bytes, compute_capability such as "9.0", major, minor,
+      multiprocessors, l2_cache_bytes, driver_version, runtime_version; nil when there is no
+      usable device.]],
+    [[device is "cpu" or not a device name.]] },
   { "Devices", { "cs.memory_info" }, "cs.memory_info([device])",
     [[{in_use, free, total, device}: bytes cuscan holds in live tensors on the device (the default
       device unless named), and the device's free and total memory (the host's on the CPU).]],
@@ -35,8 +47,9 @@ local ENTRIES = {
       can have them; on the CPU the freed host blocks of 8 MiB and more that are kept for the next
       tensor of about the same size (so a loop reuses pages the kernel has already mapped).]],
     [[device is not "cpu" or "cuda", or "cuda" without a usable device.]] },
-  { "Devices", { "cs.synchronize" }, "cs.synchronize()",
-    [[Waits until all queued CUDA work has finished (CUDA ops return before the device finishes them).
+  { "Devices", { "cs.synchronize" }, "cs.synchronize([device])",
+    [[Waits until all CUDA work queued on a GPU (the default GPU unless named) has finished (CUDA ops
+      return before the device finishes them).
       An asynchronous device fault is reported here. Nothing to wait for on the CPU.]],
     [[A CUDA fault, with the runtime's message.]] },
 
@@ -245,7 +258,10 @@ local ENTRIES = {
   { "Queries", { "x.dtype" }, "x.dtype",
     [[The dtype name: "float32", "float64", "float16", "bfloat16", "int32", "int64" or "bool".
       Read-only, as is x.device.]] },
-  { "Queries", { "x.device" }, "x.device", [[The device name, "cpu" or "cuda". Read-only.]] },
+  { "Queries", { "x.device", "x.device_type", "x.device_index" }, "x.device",
+    [[The device name: "cpu", "cuda" on the current default GPU, "cuda:N" on another GPU; always a
+      name that, passed as device =, makes a tensor next to x. Read-only, as are x.device_type
+      ("cpu" or "cuda") and x.device_index (the GPU's index from 0; nil on the CPU).]] },
   { "Queries", { "x:is_contiguous" }, "x:is_contiguous()",
     [[true when x's elements are packed in row-major order (views such as transposes are not).]] },
   { "Queries", { "x:totable" }, "x:totable([opts])",
@@ -309,9 +325,10 @@ local ENTRIES = {
     [[An unknown dtype (a name that is not a device, such as "float8", is taken for a dtype) or
       device; "cuda" without a usable device.]] },
   { "Views and copies", { "x:cpu" }, "x:cpu()", [[x on the CPU (x itself when it is there).]] },
-  { "Views and copies", { "x:cuda" }, "x:cuda()",
-    [[x on the CUDA device (x itself when it is there).]],
-    [[No usable CUDA device.]] },
+  { "Views and copies", { "x:cuda" }, "x:cuda([index])",
+    [[x on GPU index (counted from 0; the default GPU when not given), x itself when it is there.
+      Between GPUs the copy goes peer to peer where the GPUs allow it.]],
+    [[No usable CUDA device; an index that is not a whole number >= 0, or beyond the GPUs there are.]] },
   { "Views and copies", { "x:free" }, "x:free()",
     [[Releases x's storage now instead of at garbage collection (views of it keep theirs). Any later
       use of x is an error.]] },
@@ -506,17 +523,44 @@ local ENTRIES = {
     [[Passes when a and b (tensors or nested tables) have one shape.]] },
 
   { "Timing", { "cs.event" }, "cs.event([device])",
-    [[A timing event on the device (the default one unless named). e:record() marks a point in the
-      queued work and returns e; e:elapsed(later) waits for later and returns the milliseconds
+    [[A timing event on the device (the default one unless named; "cuda:N" times GPU N's queue).
+      e:record() marks a point in the queued work and returns e; e:elapsed(later) waits for later and returns the milliseconds
       between them: device time on CUDA, a monotonic clock on the CPU.]],
     [[An unknown device; a method called on something that is not an event (e.record()); elapsed
-      with something that is not an event, or between events not both recorded.]] },
+      with something that is not an event, between events not both recorded or of two devices.]] },
   { "Timing", { "timeit" }, "timeit(fn[, opts])",
     [[(bin/cuscan) Runs fn once to warm up, then again and again (at least 5 times and 0.2 s, or
       opts.runs times), timing each run with events on the default device (device time on CUDA,
       after the queued work completes) and prints the median, minimum and maximum in milliseconds.
       Returns a table {median=, min=, max=, runs=, device=} in milliseconds.]],
     [[fn is not a function; errors raised by fn.]] },
+
+  { "Communicators", { "cs.comm_unique_id" }, "cs.comm_unique_id()",
+    [[A fresh id, a 128-byte string, that the processes of one communicator share (rank 0 makes it,
+      the others receive it: through a file in a shared directory, MPI, ...). Communicators use
+      NCCL (libnccl.so.2, loaded when first needed) with NVLink multicast off (NCCL_NVLS_ENABLE=0
+      unless the environment sets it).]],
+    [[NCCL is not available (the message says why: no GPU, libnccl.so.2 not found).]] },
+  { "Communicators", { "cs.comm_init_all" }, "cs.comm_init_all(devices)",
+    [[A list of communicators over the GPUs of this process, rank k - 1 on devices[k] (GPU names
+      "cuda:N" or indices from 0). Each has c:rank() (from 0), c:size(), c:device() ("cuda:N") and
+      c:all_gather(recv, send): every rank's send (contiguous, on c's GPU) into recv (contiguous,
+      c:size() times as many elements of send's dtype, on c's GPU) in rank order, queued on that
+      GPU so that later work there sees it; returns recv. Several communicators' calls go inside
+      one cs.comm_group.]],
+    [[devices is not a non-empty list of GPUs, or names one twice; NCCL is not available; for
+      all_gather, a recv or send that is not contiguous on c's GPU, of another dtype or size, or
+      overlapping.]] },
+  { "Communicators", { "cs.comm_init_rank" }, "cs.comm_init_rank(id, nranks, rank, device)",
+    [[This process's communicator: rank `rank` (0 to nranks - 1) of nranks processes, on any
+      hosts, that share id (cs.comm_unique_id()), on the GPU named (a name or an index). Waits until
+      every rank has joined. Methods as for cs.comm_init_all.]],
+    [[id is not a 128-byte string; nranks or rank out of range; device not a GPU; NCCL is not
+      available.]] },
+  { "Communicators", { "cs.comm_group" }, "cs.comm_group(fn)",
+    [[Runs fn, whose collectives on several communicators of this process then start together (one
+      all_gather per communicator: NCCL's group calls); returns what fn returns.]],
+    [[fn is not a function; NCCL is not available; errors raised by fn.]] },
 
   { "Module", { "cs.version" }, "cs.version",
     [[The version string of the library, such as "0.1.0" (also `bin/cuscan --version`).]] },
@@ -537,7 +581,8 @@ local ENTRIES = {
       option names of the call being typed.]] },
 }
 
-local GROUPS = { "Devices", "Constructors", "Scans", "Sharded tensors", "Queries", "Views and copies", "Element-wise",
+local GROUPS = { "Devices", "Communicators", "Constructors", "Scans", "Sharded tensors", "Queries", "Views and copies",
+                 "Element-wise",
                  "Reductions", "Files", "Sharing memory", "Checking results", "Timing", "Module", "REPL" }
 
 -- The names each function takes in its opts table, by entry key (the REPL completes them;

@@ -28,7 +28,7 @@ local verbs = require("cuscan.verbs")
 local C = core.C
 local raise, describe, format = core.raise, core.describe, string.format
 local type, tonumber = type, tonumber
-local CPU, CUDA = core.CPU, core.CUDA
+local CPU = core.CPU
 local F32, F64, I32, I64, BOOL = core.F32, core.F64, core.I32, core.I64, core.BOOL
 
 local cs = {}
@@ -44,19 +44,35 @@ function cs.cuda_available() return core.cuda_ok end
 -- Why CUDA cannot be used ("" when it can).
 function cs.cuda_unavailable_reason() return core.cuda_reason() end
 
-local default_dev = core.cuda_ok and CUDA or CPU
+-- The default device is the CPU or "cuda": the current default GPU, which is C's current GPU (so
+-- that "cuda" in every call, C's included, means the same GPU); "cuda:N" makes GPU N that GPU.
+local default_is_cuda = core.cuda_ok
+
+local function set_default(device, fname, argname)
+  local dev = core.parse_device(device, fname, argname)
+  if dev ~= CPU and C.cs_cuda_set_device(core.gpu_index(dev)) ~= 0 then core.fail(fname) end
+  default_is_cuda = dev ~= CPU
+end
+
 do
   local env = os.getenv("CUSCAN_DEVICE")
-  if env and env ~= "" then
-    default_dev = core.parse_device(env, "CUSCAN_DEVICE", "environment variable")
-  end
+  if env and env ~= "" then set_default(env, "CUSCAN_DEVICE", "environment variable") end
 end
 
-function cs.default_device() return core.DEVICE_NAME[default_dev] end
-
-function cs.set_default_device(device)
-  default_dev = core.parse_device(device, "set_default_device")
+local function default_dev()
+  return default_is_cuda and core.default_gpu() or CPU
 end
+
+-- "cpu" or "cuda" (the current default GPU: its index is cs.default_gpu())
+function cs.default_device() return default_is_cuda and "cuda" or "cpu" end
+
+function cs.set_default_device(device) set_default(device, "set_default_device") end
+
+-- The number of GPUs cuscan can use (0 without CUDA).
+function cs.device_count() return tonumber(C.cs_device_count()) end
+
+-- The index of the current default GPU, the one "cuda" names (nil without CUDA).
+function cs.default_gpu() return core.cuda_ok and core.gpu_index(core.default_gpu()) or nil end
 
 ---------------------------------------------------------------------------------------------------
 -- Constructors
@@ -81,10 +97,10 @@ local function make_sharded(shape, opts, fname, make)
 end
 
 local function ctor_opts(opts, allowed, fname)
-  if type(opts) == "nil" then return nil, default_dev end
+  if type(opts) == "nil" then return nil, default_dev() end
   core.check_opts(opts, allowed, fname)
   local dtype = opts.dtype ~= nil and core.parse_dtype(opts.dtype, fname) or nil
-  local dev = opts.device ~= nil and core.parse_device(opts.device, fname) or default_dev
+  local dev = opts.device ~= nil and core.parse_device(opts.device, fname) or default_dev()
   return dtype, dev
 end
 
@@ -297,30 +313,49 @@ local files = require("cuscan.files")
 
 -- cs.save(path, x[, opts]) and cs.load(path[, opts]): .npy, .csv and .txt files (cuscan.files).
 cs.save = files.save
-function cs.load(path, opts) return files.load(path, opts, core.DEVICE_NAME[default_dev]) end
+function cs.load(path, opts) return files.load(path, opts, cs.default_device()) end
 
 function cs.is_tensor(v) return core.is_tensor(v) end
 
 ---------------------------------------------------------------------------------------------------
 -- Device and memory
 ---------------------------------------------------------------------------------------------------
+local comm = require("cuscan.comm")
+cs.comm_unique_id = comm.unique_id
+cs.comm_init_all = comm.init_all
+cs.comm_init_rank = comm.init_rank
+cs.comm_group = comm.group
+
 local event = require("cuscan.event")
 
 -- cs.event([device]): a timing event (e:record(), e:elapsed(later) in milliseconds); on CUDA the
 -- time between two events is device time.
-function cs.event(device) return event.new(device, default_dev) end
+function cs.event(device) return event.new(device, default_dev()) end
 
--- Waits for all queued CUDA work; an asynchronous fault is reported here.
-function cs.synchronize()
-  if C.cs_synchronize() ~= 0 then core.fail("synchronize") end
+-- A GPU named by device (the default GPU when nil), for the calls about one GPU.
+local function gpu_arg(device, fname)
+  if device == nil then return core.default_gpu() end
+  local dev = core.parse_device(device, fname)
+  if dev == CPU then raise(format("%s: device: expected a GPU (\"cuda\" or \"cuda:N\"), got \"cpu\"", fname)) end
+  return dev
 end
 
--- A table describing the CUDA device, or nil when there is none.
-function cs.device_info()
-  if not core.cuda_ok then return nil end
+-- cs.synchronize([device]): waits for the work queued on the GPU (the default GPU unless named); an
+-- asynchronous fault is reported here.
+function cs.synchronize(device)
+  local dev = gpu_arg(device, "synchronize")
+  if dev and core.on_device(dev, C.cs_synchronize) ~= 0 then core.fail("synchronize") end
+end
+
+-- cs.device_info([device]): a table describing the GPU (the default GPU unless named), or nil when
+-- there is none.
+function cs.device_info(device)
+  local dev = gpu_arg(device, "device_info")
+  if not dev then return nil end
   local p = ffi.new("cs_device_properties")
-  if C.cs_device_info(p) ~= 0 then core.fail("device_info") end
+  if core.on_device(dev, C.cs_device_info, p) ~= 0 then core.fail("device_info") end
   return {
+    index = core.gpu_index(dev),
     name = ffi.string(p.name),
     total_memory = tonumber(p.total_memory),
     memory = tonumber(p.total_memory),
@@ -337,17 +372,17 @@ end
 -- cs.memory_info([device]): { in_use = bytes cuscan holds in live tensors, free, total } for the
 -- device (the default one unless named); on the CPU free and total are the host's memory.
 function cs.memory_info(device)
-  local dev = device == nil and default_dev or core.parse_device(device, "memory_info")
+  local dev = device == nil and default_dev() or core.parse_device(device, "memory_info")
   local in_use, free, total = core.mem_read(dev)
   if not in_use then core.fail("memory_info") end
-  return { in_use = in_use, free = free, total = total, device = core.DEVICE_NAME[dev] }
+  return { in_use = in_use, free = free, total = total, device = core.device_label(dev) }
 end
 
 -- cs.memory_trim([device]): hands back memory cuscan keeps cached for reuse (the device pool's free
 -- blocks; on the CPU, freed host blocks of 8 MiB and more kept for the next tensor of that size).
 function cs.memory_trim(device)
-  local dev = device == nil and default_dev or core.parse_device(device, "memory_trim")
-  if C.cs_memory_trim(dev) ~= 0 then core.fail("memory_trim") end
+  local dev = device == nil and default_dev() or core.parse_device(device, "memory_trim")
+  if core.on_device(dev, C.cs_memory_trim, core.kind(dev)) ~= 0 then core.fail("memory_trim") end
 end
 
 return cs

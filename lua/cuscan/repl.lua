@@ -78,7 +78,7 @@ local timing_mt = { __cuscan_printed = true }
 
 function timing_mt.__tostring(r)
   return format("timeit: median %.4g ms, min %.4g ms, max %.4g ms over %d runs (%s)", r.median, r.min, r.max,
-                r.runs, r.device == "cuda" and "device time, cuda" or "cpu")
+                r.runs, r.device ~= "cpu" and "device time, " .. r.device or "cpu")
 end
 
 local function count_opt(v, name, least)
@@ -92,7 +92,7 @@ function repl.timeit(fn, opts)
   if type(fn) ~= "function" then raise("timeit: fn: expected a function, got " .. describe(fn)) end
   opts = core.check_opts(opts, TIMEIT_OPTS, "timeit") or {}
   local device = opts.device == nil and cs.default_device() or
-                 core.DEVICE_NAME[core.parse_device(opts.device, "timeit")]
+                 core.device_label(core.parse_device(opts.device, "timeit"))
   local runs = count_opt(opts.runs, "runs", 1)
   local warmup = count_opt(opts.warmup, "warmup", 0) or 1
   local quiet = core.check_bool_opt(opts.quiet, "timeit", "quiet")

@@ -65,8 +65,8 @@ local function check_operand(v, xh, fname, argname, what)
   local h = check_tensor(v, fname, argname)
   local dev, have = core.device_of(xh), core.device_of(h)
   if have ~= dev then
-    raise(format("%s: %s: expected a tensor on x's device (%s), got one on %s", fname, argname, DEVICE_NAME[dev],
-                 DEVICE_NAME[have]))
+    raise(format("%s: %s: expected a tensor on x's device: %s is on %s, x on %s", fname, argname, argname,
+                 DEVICE_NAME[have], DEVICE_NAME[dev]))
   end
   if not same_shape(h, xh) then
     raise(format("%s: %s: expected x's shape %s, got %s", fname, argname, shape_text(xh), shape_text(h)))

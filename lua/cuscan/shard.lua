@@ -49,22 +49,12 @@ function shard.sizes(n, k)
   return sizes
 end
 
--- A device name as a shard's: "cpu" (a CPU stand-in, repeatable), "cuda" or "cuda:N". The name is
--- checked for its form here and for its existence by the device code (core.parse_device).
+-- A device name as a shard's: "cpu" (a CPU stand-in, repeatable) or a GPU, given as "cuda" (the
+-- default GPU) or "cuda:N" and kept as "cuda:N".
 local function check_device(v, fname, argname)
-  if type(v) ~= "string" or not (v == "cpu" or v == "cuda" or v:match("^cuda:%d+$")) then
-    raise(format("%s: %s: expected \"cpu\", \"cuda\" or \"cuda:N\" (N a device index from 0), got %s", fname,
-                 argname, describe(v)))
-  end
-  local n = tonumber(v:match("^cuda:(%d+)$"))
-  local cs = require("cuscan")
-  local count = cs.device_count and cs.device_count() or (core.cuda_ok and 1 or 0)
-  if n and n >= count then
-    raise(format("%s: %s: %s does not exist (%d CUDA device%s present)", fname, argname, v, count,
-                 count == 1 and "" or "s"))
-  end
-  core.parse_device(v, fname, argname)
-  return v
+  local code = core.parse_device(v, fname, argname)
+  if code == core.CPU then return "cpu" end
+  return format("cuda:%d", core.gpu_index(code))
 end
 
 local function check_devices(devices, fname)

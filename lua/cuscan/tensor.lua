@@ -14,7 +14,7 @@ local fmt = require("cuscan.format")
 local C = core.C
 local M = core.methods
 local tonumber = tonumber
-local DTYPE_NAME, DEVICE_NAME = core.DTYPE_NAME, core.DEVICE_NAME
+local DTYPE_NAME = core.DTYPE_NAME
 local check_tensor = core.check_tensor
 
 M.totable = data.totable
@@ -68,7 +68,11 @@ mt.__index = function(x, k)
   local m = M[k]
   if m ~= nil then return m end
   if k == "dtype" then return DTYPE_NAME[core.dtype_of(check_tensor(x, "dtype", "x", true))] end
-  if k == "device" then return DEVICE_NAME[core.device_of(check_tensor(x, "device", "x", true))] end
+  if k == "device" then return core.device_label(core.device_of(check_tensor(x, "device", "x", true))) end
+  if k == "device_index" then return core.gpu_index(core.device_of(check_tensor(x, "device_index", "x", true))) end
+  if k == "device_type" then
+    return core.device_of(check_tensor(x, "device_type", "x", true)) == core.CPU and "cpu" or "cuda"
+  end
   if type(k) == "number" then return get_index(x, k) end
   return nil
 end

@@ -8,7 +8,7 @@ local raise, describe, format = core.raise, core.describe, string.format
 local tonumber, type = tonumber, type
 local check_tensor, norm_dim, is_int = core.check_tensor, core.norm_dim, core.is_int
 local SH, ST = core.SH, core.ST
-local CPU, CUDA = core.CPU, core.CUDA
+local CPU = core.CPU
 
 local M = core.methods
 
@@ -215,7 +215,7 @@ function M.to(x, what)
   if type(what) == "string" then
     if core.DTYPE[what] then
       new_dtype = core.DTYPE[what]
-    elseif core.DEVICE[what] or what:match("^cuda") or what:match("^cpu") or what:match("^gpu") then
+    elseif what:match("^cuda") or what:match("^cpu") or what:match("^gpu") then
       new_dev = core.parse_device(what, "to", "device")
     else
       -- any other name is taken for a dtype cuscan lacks (x:to("float8")), not a device
@@ -242,11 +242,16 @@ function M.cpu(x)
   return h
 end
 
-function M.cuda(x)
+-- x:cuda([index]): x on GPU index (0-based; the default GPU when nil)
+function M.cuda(x, index)
   local xh = check_tensor(x, "cuda", "x")
-  if core.device_of(xh) == CUDA then return x end
-  core.parse_device("cuda", "cuda")
-  local h = core.empty_like(xh, core.dtype_of(xh), CUDA, "cuda")
+  if type(index) ~= "nil" and (type(index) ~= "number" or index ~= math.floor(index) or index < 0) then
+    raise(format("cuda: index: expected a GPU index (0, 1, ...), got %s", describe(index)))
+  end
+  local dev = core.parse_device(type(index) == "number" and format("cuda:%d", index) or "cuda", "cuda",
+                                type(index) == "number" and "index" or "device")
+  if core.device_of(xh) == dev then return x end
+  local h = core.empty_like(xh, core.dtype_of(xh), dev, "cuda")
   core.call("cuda", C.cs_copy, check_tensor(h, "cuda", "out"), xh)
   return h
 end

@@ -1,7 +1,7 @@
-/* transfer.c - copies on the device and between host and device. Host transfers go through pinned
- * staging buffers: the host copies one chunk into a pinned buffer (with all cores) while the DMA
- * engine moves the previous one, so large transfers run at the link's speed without pinning the
- * user's memory. */
+/* transfer.c - copies on the device, between GPUs and between host and device. Host transfers go
+ * through pinned staging buffers (a pair per GPU, made on its first transfer): the host copies one
+ * chunk into a pinned buffer (with all cores) while the DMA engine moves the previous one, so large
+ * transfers run at the link's speed without pinning the user's memory. */
 #include <stdlib.h>
 #include <string.h>
 #include <cuda_runtime_api.h>
@@ -15,11 +15,16 @@ cs_status cs_cuda_copy_device(void *dst, const void *src, size_t bytes)
 
 enum { STAGE_BYTES = 32 << 20, NSTAGES = 2, SMALL_BYTES = 1 << 20 };
 
-static void *stage[NSTAGES];
-static cudaEvent_t stage_done[NSTAGES];
+static void *stages[CS_MAX_GPUS][NSTAGES];
+static cudaEvent_t stages_done[CS_MAX_GPUS][NSTAGES];
 
-static cs_status stages_ready(void)
+/* The staging buffers of GPU gpu, which is current. */
+static cs_status stages_ready(int gpu, void ***stage_out, cudaEvent_t **done_out)
 {
+    void **stage = stages[gpu];
+    cudaEvent_t *stage_done = stages_done[gpu];
+    *stage_out = stage;
+    *done_out = stage_done;
     if (stage[0]) return CS_OK;
     for (int i = 0; i < NSTAGES; i++) {
         cs_status st = cs_cuda_check(cudaHostAlloc(&stage[i], STAGE_BYTES, cudaHostAllocDefault), "pinned staging");
@@ -46,12 +51,27 @@ static void parallel_memcpy(void *dst, const void *src, size_t n)
     }
 }
 
+static cs_status transfer_host(cs_tensor *dst, const cs_tensor *src, int gpu, size_t bytes);
+
 cs_status cs_transfer_contiguous(cs_tensor *dst, const cs_tensor *src)
 {
-    cs_status st = cs_cuda_ready();
-    if (st) return st;
-    cudaStream_t s = (cudaStream_t)cs_cuda_stream_handle();
     size_t bytes = (size_t)cs_tensor_numel(src) * cs_dtype_size(src->dtype);
+    if (dst->device == CS_CUDA && src->device == CS_CUDA)
+        return cs_cuda_copy_peer(cs_tensor_ptr(dst), dst->device_index, cs_tensor_ptr(src), src->device_index, bytes);
+    const int gpu = dst->device == CS_CUDA ? dst->device_index : src->device_index;
+    int prev;
+    cs_status st = cs_gpu_enter(gpu, &prev);
+    if (st) return st;
+    st = transfer_host(dst, src, gpu, bytes);
+    cs_gpu_leave(prev);
+    return st;
+}
+
+/* Between the host and GPU gpu, which is current. */
+static cs_status transfer_host(cs_tensor *dst, const cs_tensor *src, int gpu, size_t bytes)
+{
+    cs_status st;
+    cudaStream_t s = (cudaStream_t)cs_cuda_stream_handle();
     char *d = cs_tensor_ptr(dst);
     const char *h = cs_tensor_ptr(src);
     int to_device = dst->device == CS_CUDA;
@@ -61,7 +81,9 @@ cs_status cs_transfer_contiguous(cs_tensor *dst, const cs_tensor *src)
         if (!st && !to_device) st = cs_cuda_check(cudaStreamSynchronize(s), "device to host copy");
         return st;
     }
-    if ((st = stages_ready())) return st;
+    void **stage;
+    cudaEvent_t *stage_done;
+    if ((st = stages_ready(gpu, &stage, &stage_done))) return st;
     size_t nchunks = (bytes + STAGE_BYTES - 1) / STAGE_BYTES;
     if (to_device) {
         for (size_t i = 0; i < nchunks; i++) {
