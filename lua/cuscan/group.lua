@@ -57,7 +57,7 @@ function group.local_group(devices)
 end
 
 function Local:all_gather(sends)
-  local comms = comms_of(self.devices)
+  local comms = M.numel(sends[1]) > 0 and comms_of(self.devices)
   local recvs = {}
   if comms then
     local cs = require("cuscan")
@@ -108,8 +108,7 @@ function Proc:all_gather(sends)
   local shape = t:shape()
   table.insert(shape, 1, self.size)
   local recv = cs.empty(shape, { dtype = t.dtype, device = self.device })
-  local flat = M.reshape(recv, { -1 })
-  self.comm:all_gather(flat, M.reshape(t, { -1 }))
+  if M.numel(t) > 0 then self.comm:all_gather(M.reshape(recv, { -1 }), M.reshape(t, { -1 })) end
   return { recv }
 end
 
