@@ -208,7 +208,7 @@ describe("tab completion", function()
 
   it("completes the option names of the call being typed, at a key's place", function()
     assert.same({ "exclusive" }, complete("x:cumsum(2, {ex"))
-    assert.same({ "dtype", "exclusive", "mask", "out", "reset", "reverse", "segments" },
+    assert.same({ "dtype", "exclusive", "initial", "mask", "out", "reset", "reverse", "segments" },
                 complete("x:cumsum(2, {reverse = true, "))
     assert.same({ "reset", "reverse" }, complete("x:cummax(2, {re"))
     assert.same({ "out" }, complete("cs.cumsum(x, 1, {mask = m:logical_and(x:gt(1)), o"))

@@ -111,8 +111,8 @@ local ENTRIES = {
 
   { "Scans", { "cs.cumsum", "x:cumsum" }, "cs.cumsum(x, dim[, opts]) / x:cumsum(dim[, opts])",
     [[The cumulative sum of x along dim (1-based; negative counts from the end, -1 is the last dim).
-      opts = {reverse=false, exclusive=false, mask=nil, reset=nil, segments=nil, out=nil,
-      dtype=nil}. reverse scans from the end of the dim toward its start in one pass; exclusive
+      opts = {reverse=false, exclusive=false, mask=nil, reset=nil, segments=nil, initial=nil,
+      out=nil, dtype=nil}. reverse scans from the end of the dim toward its start in one pass; exclusive
       gives each element the sum of the elements strictly before it (after it when reversed), the
       first getting 0; mask is a bool tensor of x's shape and device, and elements under false
       contribute 0 (a NaN or Inf there never reaches the result); reset is a bool tensor of x's
@@ -121,7 +121,11 @@ local ENTRIES = {
       restarts where reset is true reading from the end); segments is an int32 or int64 tensor of
       segment ids of x's shape, each run of equal ids along dim a segment whatever the direction
       (the reset cs.segment_ids_to_reset gives, built first as a temporary that passing reset
-      avoids); out is an existing tensor to write (out = x scans in place); dtype is the output
+      avoids); initial is the value each line starts from (a carry-in: out[1] = initial + x[1]; an
+      exclusive scan gives it first), a number for every line or a tensor of x's shape with dim's
+      size 1 or without dim, on x's device, read in float64 (float scans) or int64 (the others;
+      integers and bool only), feeding the first segment only (every true reset, one at the first
+      element too, restarts from 0); out is an existing tensor to write (out = x scans in place); dtype is the output
       dtype (float16 or bfloat16 to float32 or float64, float32 to float64, int32 or bool to
       int64). Without dtype the output has x's dtype (int64 for bool). Floats accumulate in float64
       on both devices and each output is rounded once (float32, float16 and bfloat16 outputs within
@@ -131,13 +135,15 @@ local ENTRIES = {
     [[dim out of range, zero or fractional; a mask or reset of another shape, dtype or device;
       segments that are not int32 or int64 of x's shape and device; both reset and segments; out of
       another shape, dtype or device, an expanded view (x:expand), out overlapping x other than
-      being x itself, or out overlapping mask or reset; an unsupported dtype pair; an unknown
-      option; not enough memory.]] },
+      being x itself, or out overlapping mask, reset or initial; initial of another shape or
+      device, a float initial for an integer scan; an unsupported dtype pair; an unknown option;
+      not enough memory.]] },
   { "Scans", { "cs.cumprod", "x:cumprod" }, "cs.cumprod(x, dim[, opts]) / x:cumprod(dim[, opts])",
     [[The cumulative product of x along dim, with the options of cs.cumsum; the identity is 1
-      (masked-out elements contribute 1, an exclusive scan starts from 1). Integer products wrap
-      around on overflow.]],
-    [[As for cs.cumsum; bool tensors are an error (convert first, e.g. x:to("int64")).]] },
+      (masked-out elements contribute 1, an exclusive scan starts from 1; initial multiplies in
+      first). Integer products wrap around on overflow.]],
+    [[As for cs.cumsum; bool tensors (and a bool initial) are an error (convert first, e.g.
+      x:to("int64")).]] },
   { "Scans", { "cs.cummax", "x:cummax" }, "cs.cummax(x, dim[, opts]) / x:cummax(dim[, opts])",
     [[The running maximum of x along dim and where it was found: returns two tensors, the values
       (x's dtype: every dtype, bool too) and their 1-based int64 indices along dim (local v, i =
@@ -151,7 +157,7 @@ local ENTRIES = {
       masked-out elements before the first kept one) the value is the identity, -inf for floats,
       the dtype's lowest value for integers and false for bool, and the index is 0.]],
     [[As for cs.cumsum (no dtype option); out not a table of two tensors, indices not int64 or
-      overlapping x, the values, mask or reset.]] },
+      overlapping x, the values, mask or reset; initial (a carried value has no index to give).]] },
   { "Scans", { "cs.cummin", "x:cummin" }, "cs.cummin(x, dim[, opts]) / x:cummin(dim[, opts])",
     [[The running minimum of x along dim and its 1-based int64 indices, as cs.cummax with the order
       reversed: ties take the element met last, NaN takes over, and the identity is +inf for
@@ -164,7 +170,8 @@ local ENTRIES = {
       give finite results. Float dtypes only; opts as for cs.cumsum (dtype: float16 or bfloat16 to
       float32 or float64, float32 to float64). -inf is the identity: an all -inf prefix, a
       masked-out element (skipped) and an exclusive scan's empty prefix give -inf; NaN propagates;
-      +inf gives +inf. float32 results are within 1e-6 relative of a float64 reference.]],
+      +inf gives +inf. initial is a log-sum-exp carried in (-inf starts afresh). float32 results
+      are within 1e-6 relative of a float64 reference.]],
     [[As for cs.cumsum; an integer or bool x (convert first, e.g. x:to("float32")).]] },
   { "Scans", { "cs.segment_ids_to_reset" }, "cs.segment_ids_to_reset(ids, dim[, opts])",
     [[The reset tensor of a segmented scan from segment ids: a new bool tensor of ids' shape, true
@@ -594,15 +601,15 @@ local OPTIONS = {
   ["cs.full"] = { "dtype", "device", "devices", "shard_dim" },
   ["cs.rand"] = { "seed", "dtype", "device", "devices", "shard_dim" },
   ["cs.arange"] = { "dtype", "device", "devices", "shard_dim" },
-  ["cs.cumsum"] = { "reverse", "exclusive", "mask", "reset", "segments", "out", "dtype" },
-  ["cs.cumprod"] = { "reverse", "exclusive", "mask", "reset", "segments", "out", "dtype" },
-  ["cs.cummax"] = { "reverse", "exclusive", "mask", "reset", "segments", "out" },
-  ["cs.cummin"] = { "reverse", "exclusive", "mask", "reset", "segments", "out" },
-  ["cs.logcumsumexp"] = { "reverse", "exclusive", "mask", "reset", "segments", "out", "dtype" },
+  ["cs.cumsum"] = { "reverse", "exclusive", "mask", "reset", "segments", "initial", "out", "dtype" },
+  ["cs.cumprod"] = { "reverse", "exclusive", "mask", "reset", "segments", "initial", "out", "dtype" },
+  ["cs.cummax"] = { "reverse", "exclusive", "mask", "reset", "segments", "initial", "out" },
+  ["cs.cummin"] = { "reverse", "exclusive", "mask", "reset", "segments", "initial", "out" },
+  ["cs.logcumsumexp"] = { "reverse", "exclusive", "mask", "reset", "segments", "initial", "out", "dtype" },
   ["cs.segment_ids_to_reset"] = { "reverse" },
-  ["cs.explain"] = { "op", "reverse", "exclusive", "mask", "reset", "segments", "out", "dtype" },
-  ["x:reverse_cumsum"] = { "reverse", "exclusive", "mask", "reset", "segments", "out", "dtype" },
-  ["x:masked_cumsum"] = { "reverse", "exclusive", "mask", "reset", "segments", "out", "dtype" },
+  ["cs.explain"] = { "op", "reverse", "exclusive", "mask", "reset", "segments", "initial", "out", "dtype" },
+  ["x:reverse_cumsum"] = { "reverse", "exclusive", "mask", "reset", "segments", "initial", "out", "dtype" },
+  ["x:masked_cumsum"] = { "reverse", "exclusive", "mask", "reset", "segments", "initial", "out", "dtype" },
   ["x:to"] = { "device", "dtype" },
   ["cs.allclose"] = { "rtol", "atol", "equal_nan" },
   ["timeit"] = { "runs", "warmup", "device", "quiet" },

@@ -34,26 +34,30 @@ end
 
 local FOLD = { [SUM] = M.add, [PROD] = M.mul, [LSE] = logaddexp }
 
--- Whether the scans take opts.initial (the carry-in); asked once, on a CPU line of one.
-local takes_initial
-local function initial_supported()
-  if takes_initial == nil then
-    local x = core.empty({ 1 }, F64, core.CPU, "cumsum")
-    takes_initial = pcall(scan.scan, SUM, x, 1, { initial = core.empty({ 1 }, F64, core.CPU, "cumsum") })
+-- Whether the scans of a device take opts.initial (the carry-in), asked once per device on a line of
+-- one. Where they do not yet, the carry is folded into the scanned shard afterwards.
+local takes_initial = {}
+local function initial_supported(part)
+  local dev = part.device
+  if takes_initial[dev] == nil then
+    local h = core.check_tensor(part, "cumsum", "x")
+    local x, c = core.empty({ 1 }, F64, core.device_of(h), "cumsum"), core.empty({ 1 }, F64, core.device_of(h), "cumsum")
+    M.fill(x, 0)
+    M.fill(c, 0)
+    takes_initial[dev] = pcall(scan.scan, SUM, x, 1, { initial = c })
   end
-  return takes_initial
+  return takes_initial[dev]
 end
 
 -- The scan of part along d starting from carry (x's line shape without d); nil carry: from nothing.
 local function carried_scan(op, part, d, carry, o, fname)
   if carry == nil then return scan.scan(op, part, d, o, fname) end
-  if initial_supported() then
+  if initial_supported(part) then
     o.initial = carry
     local out = scan.scan(op, part, d, o, fname)
     o.initial = nil
     return out
   end
-  -- without opts.initial the carry is folded into the scanned shard in the output's dtype
   local out = scan.scan(op, part, d, o, fname)
   if M.numel(out) > 0 then M.copy(out, FOLD[op](out, M.unsqueeze(carry, d))) end
   return out
@@ -112,6 +116,9 @@ return function(shard, SM, state, check_sharded, like, same_sharding)
     local s = check_sharded(x, fname, "x")
     local nd = #s.shape
     local d = core.norm_dim(dim, nd, fname) + 1
+    if type(opts) == "table" and opts.initial ~= nil then
+      raise(format("%s: initial: not supported on sharded tensors yet", fname))
+    end
     core.check_opts(opts, OPTS, fname)
     opts = opts or {}
     local along = d == s.dim
