@@ -8,7 +8,9 @@ local q = shell.q
 local CUSCAN = shell.cuscan
 
 local function script(text)
-  local path = os.tmpname() .. ".lua"
+  local base = os.tmpname()   -- (made as a file: only its name is wanted)
+  os.remove(base)
+  local path = base .. ".lua"
   shell.spit(path, text)
   return path
 end
