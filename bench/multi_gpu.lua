@@ -113,7 +113,7 @@ end
 -- larger than one GPU: 2^35 float32 in and out, made on the shards, scanned along the sharded dim
 if not opts.no_huge then
   local rows, cols = 2 ^ 20, 2 ^ 15
-  local need = rows * cols * 4 * 2 / count * 1.1
+  local need = rows * cols * 4 * 2 / count + 2 ^ 30   -- input and output, and 1 GiB to spare
   local fits = true
   for _, d in ipairs(devices) do
     local ok, m = pcall(cs.memory_info, d)

@@ -33,6 +33,7 @@ local function logaddexp(a, b)
 end
 
 local FOLD = { [SUM] = M.add, [PROD] = M.mul, [LSE] = logaddexp }
+local IN_PLACE = { [SUM] = tonumber(C.CS_ADD), [PROD] = tonumber(C.CS_MUL) }
 
 -- Whether the scans of a device take opts.initial (the carry-in), asked once per device on a line of
 -- one. Where they do not yet, the carry is folded into the scanned shard afterwards.
@@ -59,7 +60,16 @@ local function carried_scan(op, part, d, carry, o, fname)
     return out
   end
   local out = scan.scan(op, part, d, o, fname)
-  if M.numel(out) > 0 then M.copy(out, FOLD[op](out, M.unsqueeze(carry, d))) end
+  if M.numel(out) == 0 then return out end
+  local bop = IN_PLACE[op]
+  if bop then
+    -- in place, in out's dtype: no temporary the size of the shard
+    local oh = core.check_tensor(out, fname, "out")
+    local c = M.expand(M.unsqueeze(carry, d), M.shape(out))
+    core.call(fname, C.cs_binary, oh, oh, core.check_tensor(c, fname, "carry"), bop)
+  else
+    M.copy(out, FOLD[op](out, M.unsqueeze(carry, d)))
+  end
   return out
 end
 
