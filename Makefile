@@ -4,7 +4,8 @@
 #                   V=1 shows the compiler's command lines)
 #   make test       every spec under LuaJIT; ends with "N passed, N failed[, N skipped]"
 #   make demo       the three seed problems, verified and timed
-#   make bench      the performance table (CSV=path also writes CSV; GRID=1 adds the shape grid);
+#   make bench      the performance table (CSV=path also writes CSV; GRID=1 adds the shape grid; with
+#                   two GPUs or more, the multi-GPU rows of bench/multi_gpu.lua);
 #                   make bench-plot draws the size sweep and the grid's heat maps
 #   make repl       the interactive REPL (bin/cuscan)
 #   make readme     README.md's API reference (from lua/cuscan/help.lua) and performance section
@@ -161,6 +162,7 @@ demo: all tools
 
 bench: all tools
 	@$(LUA_ENV) luajit bench/bench.lua $(if $(CSV),--csv $(CSV))
+	@$(LUA_ENV) luajit bench/multi_gpu.lua
 	@$(if $(GRID),$(LUA_ENV) luajit bench/grid.lua --csv bench/grid.csv,true)
 
 # GB/s against size for each op with the copy line: bench/sweep.png (gnuplot), else bench/sweep.csv;

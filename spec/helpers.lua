@@ -251,11 +251,13 @@ FOLDS.lse = function()
 end
 
 -- The scan of one line (a Lua array): opts {op = "sum" | "prod" | "max" | "min" | "lse", reverse,
--- exclusive, mask = booleans, reset = booleans, dtype = output dtype name}. Element i of an
--- inclusive scan is the fold after taking in x[i]; of an exclusive scan, the fold before it, a
--- segment's first element getting the empty prefix; reverse walks from the end; a true reset makes
--- its element the first of a new segment (met in the walk's direction). Returns the outputs and,
--- for max and min, the 1-based indices (0 where nothing was taken).
+-- exclusive, mask = booleans, reset = booleans, dtype = output dtype name, initial = a value}.
+-- Element i of an inclusive scan is the fold after taking in x[i]; of an exclusive scan, the fold
+-- before it, a segment's first element getting the empty prefix; reverse walks from the end; a true
+-- reset makes its element the first of a new segment (met in the walk's direction). An initial
+-- value is taken in before the first element met, so that the first segment starts from it (and an
+-- exclusive scan's first output is it), unless a reset at that element starts afresh. Returns the
+-- outputs and, for max and min, the 1-based indices (0 where nothing was taken).
 function H.scan_line(xs, opts)
   local op, odt = opts.op or "sum", opts.dtype or "float64"
   local rev, excl, mask, reset = opts.reverse, opts.exclusive, opts.mask, opts.reset
@@ -266,6 +268,10 @@ function H.scan_line(xs, opts)
     local i = rev and (n + 1 - k) or k
     local first = k == 1 or (reset ~= nil and reset[i])
     if first then fold.start() end
+    if k == 1 and opts.initial ~= nil and not (reset ~= nil and reset[i]) then
+      fold.take(opts.initial, 0)
+      first = false
+    end
     local before, before_at = fold.value(), fold.at()
     if mask == nil or mask[i] then fold.take(xs[i], i) else fold.skip() end
     if excl then
@@ -279,8 +285,9 @@ function H.scan_line(xs, opts)
 end
 
 -- The scan of a nested table along dim (1-based; negative from the end) with opts
--- {op, reverse, exclusive, mask = nested booleans, reset = nested booleans, dtype = output dtype}.
--- A 0-d value (a number) is a line of one element. Returns the outputs (and, for max and min, the
+-- {op, reverse, exclusive, mask = nested booleans, reset = nested booleans, dtype = output dtype,
+-- initial = one value for every line, or a (nested) table of one value per line in row-major order
+-- of x's shape without dim}. A 0-d value (a number) is a line of one element. Returns the outputs (and, for max and min, the
 -- indices) as nested tables.
 function H.scan_ref(values, dim, opts)
   opts = opts or {}
@@ -290,6 +297,7 @@ function H.scan_ref(values, dim, opts)
     for k, v in pairs(opts) do o[k] = v end
     o.mask = opts.mask ~= nil and { opts.mask } or nil
     o.reset = opts.reset ~= nil and { opts.reset } or nil
+    if type(o.initial) == "table" then o.initial = H.flatten(o.initial)[1] end
     local y, i = H.scan_line({ values }, o)
     return y[1], i and i[1]
   end
@@ -306,6 +314,7 @@ function H.scan_ref(values, dim, opts)
   local total = #flat
   local indexed = opts.op == "max" or opts.op == "min"
   local lo = { op = opts.op, reverse = opts.reverse, exclusive = opts.exclusive, dtype = opts.dtype }
+  local iflat = type(opts.initial) == "table" and H.flatten(opts.initial) or nil
   -- every line starts at a flat index whose coordinate along d is 0
   for start = 0, len == 0 and -1 or total - 1 do
     if math.floor(start / step) % len == 0 then
@@ -317,6 +326,9 @@ function H.scan_ref(values, dim, opts)
         if rs then rs[k] = rflat[at] end
       end
       lo.mask, lo.reset = ms, rs
+      -- the line's place among the lines: its outer index times step plus its inner offset
+      lo.initial = opts.initial
+      if iflat then lo.initial = iflat[math.floor(start / (step * len)) * step + start % step + 1] end
       local ys, is = H.scan_line(xs, lo)
       for k = 1, len do
         out[start + (k - 1) * step + 1] = ys[k]

@@ -208,11 +208,11 @@ describe("tab completion", function()
 
   it("completes the option names of the call being typed, at a key's place", function()
     assert.same({ "exclusive" }, complete("x:cumsum(2, {ex"))
-    assert.same({ "dtype", "exclusive", "mask", "out", "reset", "reverse", "segments" },
+    assert.same({ "dtype", "exclusive", "initial", "mask", "out", "reset", "reverse", "segments" },
                 complete("x:cumsum(2, {reverse = true, "))
     assert.same({ "reset", "reverse" }, complete("x:cummax(2, {re"))
     assert.same({ "out" }, complete("cs.cumsum(x, 1, {mask = m:logical_and(x:gt(1)), o"))
-    assert.same({ "device", "dtype", "seed" }, complete("cs.rand({2, 3}, {"))
+    assert.same({ "device", "devices", "dtype", "seed", "shard_dim" }, complete("cs.rand({2, 3}, {"))
     assert.same({ "device", "dtype" }, complete("x:to{d"))
     assert.same({ "runs" }, complete("timeit(function() end, {ru"))
     assert.same({ "equal_nan" }, complete("cs.allclose(a, b, {eq"))

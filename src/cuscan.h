@@ -268,6 +268,7 @@ typedef struct cs_scan_args {
     const cs_tensor *reset;   /* NULL, or bool of x's shape and device: segmented scan (below) */
     cs_tensor *indices;       /* CS_SCAN_MAX and CS_SCAN_MIN: NULL, or int64 of x's shape and device
                                * that receives the 1-based index along dim of each output's element */
+    const cs_tensor *initial; /* NULL, or one value per line that the scan starts from (below) */
 } cs_scan_args;
 
 /* cs_scan with every option: the operators beyond sum and product, segmented scans and indices.
@@ -294,7 +295,22 @@ typedef struct cs_scan_args {
  *           (index 0 for max and min) at each segment's first element. A masked-out element still
  *           starts its segment. reset may be the same tensor as mask.
  *   indices only with CS_SCAN_MAX / CS_SCAN_MIN; must not overlap x, out, mask or reset.
- * out may be x itself; reset and mask must not overlap out. Deterministic as cs_scan. */
+ *   initial the value each line starts from (a carry-in, e.g. the total of the previous chunk of a
+ *           stream), for CS_SCAN_SUM, CS_SCAN_PROD and CS_SCAN_LOGSUMEXP (cummax and cummin refuse
+ *           it: they have no index to give a carried value). A tensor on x's device holding one
+ *           value per line: x's shape with dim's size 1, or x's shape with dim removed (a 0-d
+ *           tensor for a 1-D x); any strides. Its dtype is one the op takes as input, and an
+ *           integer scan (int32, int64 or bool input) takes an integer or bool one; it is read in
+ *           the scan's accumulation type, float64 for float scans (a float64 initial keeps its
+ *           precision in a float32 scan) and int64 for integer ones. With (+) the op's combine:
+ *           out[1] = initial (+) x[1], out[i] = out[i - 1] (+) x[i]; an exclusive scan gives
+ *           initial at its first element; a reverse scan starts from the end of the line the same
+ *           way; masked-out elements are skipped as usual. With reset, the initial value feeds the
+ *           line's first segment only: every true reset, the first element's included, restarts
+ *           from the identity, so that a line scanned in two pieces, the second from the first's
+ *           last output, gives the whole line's scan. initial may share memory with x but must
+ *           not overlap out.
+ * out may be x itself; reset, mask and initial must not overlap out. Deterministic as cs_scan. */
 cs_status cs_scan_with(cs_tensor *out, const cs_tensor *x, int dim, cs_scan_op op, const cs_scan_args *args);
 
 /* cs_scan_explain for cs_scan_with's arguments (args may be NULL). Without out, the plan is for the

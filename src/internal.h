@@ -89,7 +89,7 @@ cs_status cs_cuda_event_record(void *ev);
 cs_status cs_cuda_event_elapsed(void *start, void *end, double *ms);
 
 /* ---- layout helpers (layout.c) ---- */
-enum { CS_MAX_OPERANDS = 5 };
+enum { CS_MAX_OPERANDS = 6 };
 
 /* Dims shared by up to CS_MAX_OPERANDS operands, with per-operand strides, after size-1 dims are
  * dropped and neighbours that are contiguous in every operand are merged. Dim order is outermost
@@ -119,7 +119,10 @@ typedef enum cs_scan_layout {
     CS_LAYOUT_COLUMNS = 1
 } cs_scan_layout;
 
-enum cs_scan_operand { CS_OPND_X = 0, CS_OPND_MASK = 1, CS_OPND_OUT = 2, CS_OPND_RESET = 3, CS_OPND_INDICES = 4 };
+/* INITIAL holds one value per line: its stride along the scanned dim is 0, so that the offsets of a
+ * line's first element find the line's initial value like any other operand's. */
+enum cs_scan_operand { CS_OPND_X = 0, CS_OPND_MASK = 1, CS_OPND_OUT = 2, CS_OPND_RESET = 3, CS_OPND_INDICES = 4,
+                       CS_OPND_INITIAL = 5 };
 
 typedef struct cs_scan_plan {
     cs_scan_op op;
@@ -131,6 +134,8 @@ typedef struct cs_scan_plan {
     void *out;
     const unsigned char *reset; /* NULL unless segmented (cs_scan_with says how it restarts) */
     int64_t *indices;           /* MAX/MIN: the 1-based int64 indices, or NULL */
+    const void *initial;        /* NULL, or each line's initial value (cs_initial_double / _int64 read it) */
+    cs_dtype initial_dtype;
     int64_t len;                               /* length of the scanned dim */
     /* per operand, in the order of enum cs_scan_operand; an absent operand has x's strides */
     int64_t scan_stride[CS_MAX_OPERANDS];
@@ -138,7 +143,8 @@ typedef struct cs_scan_plan {
     int64_t inner_stride[CS_MAX_OPERANDS];
     cs_iter outer;                             /* the remaining dims, the same operands */
     int64_t nouter;
-    int flat;                                  /* the flat form below holds */
+    int flat;                                  /* the flat form holds (with initial: line (o, i)'s
+                                                * value at initial offset o * flat_inner + i) */
     int64_t flat_outer, flat_inner;
     const char *force;         /* CUSCAN_FORCE_FAMILY: a family (and mode) to use where it applies */
     int log;                   /* CUSCAN_LOG=plan: print the choice to stderr */

@@ -46,6 +46,32 @@ CS_HD int cs_is_float(cs_dtype d)
     return d == CS_FLOAT32 || d == CS_FLOAT64 || d == CS_FLOAT16 || d == CS_BFLOAT16;
 }
 
+/* A scan's initial value (cs_scan_args.initial): element off of base, of any dtype, in the type the
+ * scan accumulates in. Integer scans take integer and bool initial values only (scan.c refuses
+ * floats), so cs_initial_int64 never converts a float. */
+CS_HD double cs_initial_double(const void *base, int64_t off, cs_dtype dtype)
+{
+    switch (dtype) {
+    case CS_FLOAT32: return ((const float *)base)[off];
+    case CS_FLOAT64: return ((const double *)base)[off];
+    case CS_FLOAT16: return cs_float16_to_double(((const uint16_t *)base)[off]);
+    case CS_BFLOAT16: return cs_bfloat16_to_double(((const uint16_t *)base)[off]);
+    case CS_INT32: return ((const int32_t *)base)[off];
+    case CS_INT64: return (double)((const int64_t *)base)[off];
+    default: return ((const unsigned char *)base)[off] != 0;
+    }
+}
+
+CS_HD int64_t cs_initial_int64(const void *base, int64_t off, cs_dtype dtype)
+{
+    switch (dtype) {
+    case CS_INT32: return ((const int32_t *)base)[off];
+    case CS_INT64: return ((const int64_t *)base)[off];
+    case CS_BOOL: return ((const unsigned char *)base)[off] != 0;
+    default: return 0; /* a float: refused before any scan runs */
+    }
+}
+
 /* Standard normal for element `index` under `seed`: the Box-Muller transform of two 53-bit uniforms
  * from one Philox block whose counter differs from cs_uniform's (word 2 is 1), so that rand and randn
  * of one seed are independent. */

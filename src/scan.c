@@ -52,8 +52,57 @@ static cs_status check_like_x(const cs_tensor *t, const cs_tensor *x, cs_dtype d
     return CS_OK;
 }
 
+/* The initial values of a scan (cs_scan_args.initial) as an operand of x's shape: x's shape with
+ * dim's size 1 or with dim removed, given stride 0 along dim. */
+static cs_status initial_operand(cs_tensor *view, const cs_tensor *init, const cs_tensor *x, int dim, cs_scan_op op)
+{
+    cs_status st;
+    if ((st = cs_check_usable(init, "initial"))) return st;
+    if (op == CS_SCAN_MAX || op == CS_SCAN_MIN)
+        return cs_fail(CS_ERR_ARGUMENT, "initial: not supported for cummax / cummin (they have no index to give a "
+                       "carried value)");
+    if (init->device != x->device) return cs_fail(CS_ERR_ARGUMENT, "initial: expected a tensor on x's device");
+    int takes = 0;
+    for (int d = 0; d < CS_NUM_DTYPES; d++) takes |= cs_scan_supported(op, init->dtype, (cs_dtype)d);
+    if (!takes)
+        return cs_fail(CS_ERR_ARGUMENT, "initial: %s does not take %s values", op_name(op), cs_dtype_name(init->dtype));
+    if (cs_dtype_is_float(init->dtype) && !cs_dtype_is_float(x->dtype))
+        return cs_fail(CS_ERR_ARGUMENT, "initial: scans of %s start from integer or bool values, not %s",
+                       cs_dtype_name(x->dtype), cs_dtype_name(init->dtype));
+    *view = *x;
+    view->storage = init->storage;
+    view->dtype = init->dtype;
+    view->offset = init->offset;
+    int keepdim = init->ndim == x->ndim, fits = keepdim || init->ndim == x->ndim - 1;
+    for (int d = 0, k = 0; fits && d < x->ndim; d++) {
+        if (d == dim) {
+            if (keepdim && init->shape[k] != 1) fits = 0;
+            view->strides[d] = 0;
+            k += keepdim;
+            continue;
+        }
+        if (init->shape[k] != x->shape[d]) fits = 0;
+        view->strides[d] = init->strides[k++];
+    }
+    if (!fits) {
+        char a[128], b[128], c[128], xs[128];
+        cs_tensor line = *x;
+        line.shape[dim] = 1;
+        shape_str(&line, a, sizeof a);
+        for (int d = dim; d + 1 < line.ndim; d++) line.shape[d] = line.shape[d + 1];
+        line.ndim--;
+        shape_str(&line, b, sizeof b);
+        shape_str(init, c, sizeof c);
+        shape_str(x, xs, sizeof xs);
+        return cs_fail(CS_ERR_ARGUMENT, "initial: expected shape %s or %s (one value per line of x, %s), got %s", a, b,
+                       xs, c);
+    }
+    return CS_OK;
+}
+
+/* The checks of a scan's arguments; *init_view gets the initial operand (initial_operand) when given. */
 static cs_status check_scan_args(const cs_tensor *out, const cs_tensor *x, int dim, cs_scan_op op,
-                                 const cs_scan_args *args)
+                                 const cs_scan_args *args, cs_tensor *init_view)
 {
     const cs_tensor *mask = args->mask, *reset = args->reset, *indices = args->indices;
     cs_status st;
@@ -97,6 +146,10 @@ static cs_status check_scan_args(const cs_tensor *out, const cs_tensor *x, int d
             if (others[i] && cs_tensor_overlap(indices, others[i]))
                 return cs_fail(CS_ERR_ARGUMENT, "indices: must not overlap %s", names[i]);
     }
+    if (args->initial) {
+        if ((st = initial_operand(init_view, args->initial, x, dim, op))) return st;
+        if (cs_tensor_overlap(out, args->initial)) return cs_fail(CS_ERR_ARGUMENT, "initial: must not overlap out");
+    }
     if (cs_tensor_overlap(out, x) == 2)
         return cs_fail(CS_ERR_ARGUMENT, "out: overlaps x partially (only out = x itself is allowed)");
     return CS_OK;
@@ -112,7 +165,7 @@ typedef struct scan_operands {
  * what the operand costs: x's most, then the outputs', then the byte-sized mask's and reset's. */
 static int pick_inner(const scan_operands *ops, int dim)
 {
-    static const int weight[CS_MAX_OPERANDS] = { 16, 2, 8, 1, 4 };
+    static const int weight[CS_MAX_OPERANDS] = { 16, 2, 8, 1, 4, 0 };
     const cs_tensor *x = ops->t[CS_OPND_X];
     int best = -1, best_score = 0;
     for (int d = 0; d < x->ndim; d++) {
@@ -127,15 +180,19 @@ static int pick_inner(const scan_operands *ops, int dim)
 
 /* The flat form (internal.h): every operand present has x's strides over the dims of size > 1,
  * and x covers its elements densely in some dim order. Then the dims whose strides are smaller than
- * the scanned dim's make up `inner` and the larger ones `outer`. */
+ * the scanned dim's make up `inner` and the larger ones `outer`. The initial values, one a line,
+ * must lie as the lines do: x's strides inside dim, x's divided by its length outside. */
 static int flat_form(const scan_operands *ops, int dim, int64_t *outer, int64_t *inner)
 {
-    const cs_tensor *x = ops->t[CS_OPND_X];
+    const cs_tensor *x = ops->t[CS_OPND_X], *init = ops->t[CS_OPND_INITIAL];
     int dims[CS_MAX_DIMS], nd = 0;
     for (int d = 0; d < x->ndim; d++) {
         if (x->shape[d] == 1) continue;
-        for (int o = 1; o < CS_MAX_OPERANDS; o++)
+        for (int o = 1; o < CS_OPND_INITIAL; o++)
             if (ops->present[o] && ops->t[o]->strides[d] != x->strides[d]) return 0;
+        if (ops->present[CS_OPND_INITIAL] && d != dim &&
+            init->strides[d] * (x->strides[d] > x->strides[dim] ? x->shape[dim] : 1) != x->strides[d])
+            return 0;
         dims[nd++] = d;
     }
     /* dense: sorted by stride, each stride is the product of the sizes inside it */
@@ -215,9 +272,11 @@ static int env_log(void)
 static cs_status plan_scan(cs_scan_plan *p, cs_tensor *out, const cs_tensor *x, int dim, cs_scan_op op,
                            const cs_scan_args *args)
 {
-    cs_status st = check_scan_args(out, x, dim, op, args);
+    cs_tensor init_view;
+    cs_status st = check_scan_args(out, x, dim, op, args, &init_view);
     if (st) return st;
-    scan_operands ops = { .t = { x, args->mask, out, args->reset, args->indices } };
+    scan_operands ops = { .t = { x, args->mask, out, args->reset, args->indices,
+                                 args->initial ? &init_view : NULL } };
     for (int o = 0; o < CS_MAX_OPERANDS; o++) {
         ops.present[o] = ops.t[o] != NULL;
         if (!ops.t[o]) ops.t[o] = x;
@@ -233,6 +292,8 @@ static cs_status plan_scan(cs_scan_plan *p, cs_tensor *out, const cs_tensor *x, 
     p->out = cs_tensor_ptr(out);
     p->reset = args->reset ? (const unsigned char *)cs_tensor_ptr(args->reset) : NULL;
     p->indices = args->indices ? (int64_t *)cs_tensor_ptr(args->indices) : NULL;
+    p->initial = args->initial ? cs_tensor_ptr(args->initial) : NULL;
+    p->initial_dtype = args->initial ? args->initial->dtype : CS_FLOAT64;
     p->len = x->shape[dim];
     p->force = env_force();
     p->log = env_log();
@@ -241,7 +302,7 @@ static cs_status plan_scan(cs_scan_plan *p, cs_tensor *out, const cs_tensor *x, 
     p->flat = flat_form(&ops, dim, &p->flat_outer, &p->flat_inner);
 
     int unit_scan = 1;
-    for (int o = 0; o < CS_MAX_OPERANDS; o++)
+    for (int o = 0; o < CS_OPND_INITIAL; o++) /* the initial values do not run along the lines */
         if (ops.present[o] && p->scan_stride[o] != 1) unit_scan = 0;
     int inner = -1;
     if (!unit_scan) {
@@ -271,11 +332,13 @@ static cs_status plan_scan(cs_scan_plan *p, cs_tensor *out, const cs_tensor *x, 
     return CS_OK;
 }
 
-/* The CUDA kernels run sums and products without reset or indices so far: the rest is refused here
- * rather than left to kernels that would ignore it. Goes when the kernels take them. */
+/* The CUDA kernels do not start lines from initial values yet: refused here rather than left to
+ * kernels that would ignore them. Goes when the kernels take them. */
 static cs_status run_plan(const cs_scan_plan *p, const cs_tensor *x)
 {
     if (x->device != CS_CUDA) return cs_cpu_scan(p);
+    if (p->initial)
+        return cs_fail(CS_ERR_UNSUPPORTED, "initial: not supported on CUDA tensors yet (scan on the CPU)");
     int prev; /* on x's GPU, with its stream and scratch */
     cs_status st = cs_gpu_enter(x->device_index, &prev);
     if (st) return st;

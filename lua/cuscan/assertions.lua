@@ -96,6 +96,9 @@ end
 
 -- Compares; returns ok and a description (of the difference, or of the agreement).
 local function compare(expected, actual, rtol, atol, exact, strict)
+  -- sharded tensors are compared whole
+  if core.is_sharded and core.is_sharded(actual) then actual = actual:gather("cpu") end
+  if core.is_sharded and core.is_sharded(expected) then expected = expected:gather("cpu") end
   if not core.is_tensor(actual) then
     return false, "actual: expected a cuscan tensor, got " .. core.describe(actual)
   end

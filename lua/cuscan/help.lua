@@ -63,7 +63,10 @@ local ENTRIES = {
       dtype or device.]] },
   { "Constructors", { "cs.zeros" }, "cs.zeros(shape[, opts])",
     [[A new tensor of zeros. shape is a table of sizes such as {32768, 32768} (up to 8 dims; {} is a
-      0-d tensor); opts = {dtype=, device=}, float32 on the default device by default.]],
+      0-d tensor); opts = {dtype=, device=}, float32 on the default device by default. With
+      opts.devices (a list such as {"cuda:0", "cuda:1"}) and opts.shard_dim (1 by default) the
+      tensor is made sharded, each shard on its device, without a full tensor first (as are
+      cs.ones, cs.full, cs.empty, cs.rand, cs.randn and, for shard_dim 1, cs.arange).]],
     [[Negative or fractional sizes, a size beyond int64, more than 8 dims, sizes whose product (of
       those other than 0) overflows int64, not enough memory (the message gives the bytes asked for
       and free).]] },
@@ -80,7 +83,9 @@ local ENTRIES = {
       values on either device (a counter-based generator over the elements in row-major order);
       without one the next seed of the module's generator (see cs.manual_seed), so a script draws
       the same numbers on every run. A float dtype: float32 (24 random bits), float64 (53), float16
-      (11) or bfloat16 (8), so that every value is exact in the dtype and below 1.]],
+      (11) or bfloat16 (8), so that every value is exact in the dtype and below 1. With
+      opts.devices (sharded), each shard draws from its own stream, the seed mixed with the shard's
+      index: the values differ from the unsharded cs.rand of that seed.]],
     [[dtype other than a float dtype; a seed that is not a non-negative integer; shape errors as for
       cs.zeros.]] },
   { "Constructors", { "cs.randn" }, "cs.randn(shape[, opts])",
@@ -106,8 +111,8 @@ local ENTRIES = {
 
   { "Scans", { "cs.cumsum", "x:cumsum" }, "cs.cumsum(x, dim[, opts]) / x:cumsum(dim[, opts])",
     [[The cumulative sum of x along dim (1-based; negative counts from the end, -1 is the last dim).
-      opts = {reverse=false, exclusive=false, mask=nil, reset=nil, segments=nil, out=nil,
-      dtype=nil}. reverse scans from the end of the dim toward its start in one pass; exclusive
+      opts = {reverse=false, exclusive=false, mask=nil, reset=nil, segments=nil, initial=nil,
+      out=nil, dtype=nil}. reverse scans from the end of the dim toward its start in one pass; exclusive
       gives each element the sum of the elements strictly before it (after it when reversed), the
       first getting 0; mask is a bool tensor of x's shape and device, and elements under false
       contribute 0 (a NaN or Inf there never reaches the result); reset is a bool tensor of x's
@@ -116,7 +121,11 @@ local ENTRIES = {
       restarts where reset is true reading from the end); segments is an int32 or int64 tensor of
       segment ids of x's shape, each run of equal ids along dim a segment whatever the direction
       (the reset cs.segment_ids_to_reset gives, built first as a temporary that passing reset
-      avoids); out is an existing tensor to write (out = x scans in place); dtype is the output
+      avoids); initial is the value each line starts from (a carry-in: out[1] = initial + x[1]; an
+      exclusive scan gives it first), a number for every line or a tensor of x's shape with dim's
+      size 1 or without dim, on x's device, read in float64 (float scans) or int64 (the others;
+      integers and bool only), feeding the first segment only (every true reset, one at the first
+      element too, restarts from 0); out is an existing tensor to write (out = x scans in place); dtype is the output
       dtype (float16 or bfloat16 to float32 or float64, float32 to float64, int32 or bool to
       int64). Without dtype the output has x's dtype (int64 for bool). Floats accumulate in float64
       on both devices and each output is rounded once (float32, float16 and bfloat16 outputs within
@@ -126,13 +135,15 @@ local ENTRIES = {
     [[dim out of range, zero or fractional; a mask or reset of another shape, dtype or device;
       segments that are not int32 or int64 of x's shape and device; both reset and segments; out of
       another shape, dtype or device, an expanded view (x:expand), out overlapping x other than
-      being x itself, or out overlapping mask or reset; an unsupported dtype pair; an unknown
-      option; not enough memory.]] },
+      being x itself, or out overlapping mask, reset or initial; initial of another shape or
+      device, a float initial for an integer scan; an unsupported dtype pair; an unknown option;
+      not enough memory.]] },
   { "Scans", { "cs.cumprod", "x:cumprod" }, "cs.cumprod(x, dim[, opts]) / x:cumprod(dim[, opts])",
     [[The cumulative product of x along dim, with the options of cs.cumsum; the identity is 1
-      (masked-out elements contribute 1, an exclusive scan starts from 1). Integer products wrap
-      around on overflow.]],
-    [[As for cs.cumsum; bool tensors are an error (convert first, e.g. x:to("int64")).]] },
+      (masked-out elements contribute 1, an exclusive scan starts from 1; initial multiplies in
+      first). Integer products wrap around on overflow.]],
+    [[As for cs.cumsum; bool tensors (and a bool initial) are an error (convert first, e.g.
+      x:to("int64")).]] },
   { "Scans", { "cs.cummax", "x:cummax" }, "cs.cummax(x, dim[, opts]) / x:cummax(dim[, opts])",
     [[The running maximum of x along dim and where it was found: returns two tensors, the values
       (x's dtype: every dtype, bool too) and their 1-based int64 indices along dim (local v, i =
@@ -146,7 +157,7 @@ local ENTRIES = {
       masked-out elements before the first kept one) the value is the identity, -inf for floats,
       the dtype's lowest value for integers and false for bool, and the index is 0.]],
     [[As for cs.cumsum (no dtype option); out not a table of two tensors, indices not int64 or
-      overlapping x, the values, mask or reset.]] },
+      overlapping x, the values, mask or reset; initial (a carried value has no index to give).]] },
   { "Scans", { "cs.cummin", "x:cummin" }, "cs.cummin(x, dim[, opts]) / x:cummin(dim[, opts])",
     [[The running minimum of x along dim and its 1-based int64 indices, as cs.cummax with the order
       reversed: ties take the element met last, NaN takes over, and the identity is +inf for
@@ -159,7 +170,8 @@ local ENTRIES = {
       give finite results. Float dtypes only; opts as for cs.cumsum (dtype: float16 or bfloat16 to
       float32 or float64, float32 to float64). -inf is the identity: an all -inf prefix, a
       masked-out element (skipped) and an exclusive scan's empty prefix give -inf; NaN propagates;
-      +inf gives +inf. float32 results are within 1e-6 relative of a float64 reference.]],
+      +inf gives +inf. initial is a log-sum-exp carried in (-inf starts afresh). float32 results
+      are within 1e-6 relative of a float64 reference.]],
     [[As for cs.cumsum; an integer or bool x (convert first, e.g. x:to("float32")).]] },
   { "Scans", { "cs.segment_ids_to_reset" }, "cs.segment_ids_to_reset(ids, dim[, opts])",
     [[The reset tensor of a segmented scan from segment ids: a new bool tensor of ids' shape, true
@@ -192,6 +204,53 @@ local ENTRIES = {
       NaN.]],
     [[mask is not a bool tensor of x's shape and device; a mask option besides it; the errors of
       cs.cumsum.]] },
+
+  { "Sharded tensors", { "cs.shard" }, "cs.shard(x, dim, devices)",
+    [[x split along dim over the devices (a list such as {"cuda:0", "cuda:1"}; "cpu" entries, which
+      may repeat, are CPU stand-ins that run the same logic), as a sharded tensor: copies, x is
+      left as it is. Shard sizes as numpy.array_split and torch.tensor_split: the first n % k
+      shards one larger, shards of size 0 when there are more devices than elements. A sharded
+      tensor s answers s:shape(), s:size([d]), s:dim(), s:numel(), s.dtype, s.ndim, s.shard_dim,
+      s.devices, s:shard_sizes(), s:shards() (its plain tensors), s:gather([device]) (one plain
+      tensor, on the CPU by default), s:totable(), tostring(s); cs.allclose and the assertions
+      take it (gathered); element-wise ops (add, sub, mul, div, pow, maximum, minimum, the
+      comparisons, logical_and, logical_or, exp, log, sqrt, abs, neg, logical_not, to(dtype), + - *
+      /) run shard by shard with an operand sharded the same way or a number; cs.cumsum,
+      cs.cumprod, cs.logcumsumexp, cs.cummax, cs.cummin, reverse_cumsum and masked_cumsum take it
+      along any dim with their options (mask, reset and segments sharded the same way or plain
+      tensors of x's shape; out a sharded tensor). Along a dim that is not sharded each shard is
+      scanned where it lives; along the sharded dim, each shard's per-line totals (in float64 for
+      floats, masked-out elements as the identity) are all-gathered (NCCL between GPUs) and each
+      shard is scanned from the fold of the totals before it, folded in float64 in shard order
+      (from the last shard for reverse).]],
+    [[x is not a tensor or is 0-d; dim out of range; devices not a non-empty list of "cpu",
+      "cuda" or "cuda:N" names of present devices. On sharded tensors: operands sharded another way
+      (other dim, sizes or devices); a plain tensor operand of an element-wise op; cummax, cummin,
+      reset and segments along the sharded dim ("not supported on sharded tensors yet").]] },
+  { "Sharded tensors", { "cs.shard_local" }, "cs.shard_local(t, dim[, dist])",
+    [[In the multi-process mode (bin/cuscan --nproc N, or mpirun), the sharded tensor whose shard in
+      this process is t, the ranks' shards in rank order along dim (sizes along dim may differ).
+      Every rank must call it, and then the same ops in the same order: a scan along the sharded
+      dim all-gathers the totals through the process's communicator, s:gather() all-gathers the
+      shards. Printing shows this rank's shard.]],
+    [[Not in the multi-process mode; a 0-d t; dim out of range; shards that differ other than
+      along dim.]] },
+  { "Sharded tensors", { "cs.shard_sizes" }, "cs.shard_sizes(n, parts)",
+    [[The sizes of n elements split in parts as cs.shard splits them (numpy.array_split's rule).]],
+    [[n not a non-negative integer; parts not a positive integer.]] },
+  { "Sharded tensors", { "cs.is_sharded" }, "cs.is_sharded(v)",
+    [[true when v is a sharded tensor.]] },
+  { "Sharded tensors", { "cs.distributed" }, "cs.distributed()",
+    [[In the multi-process mode, {rank, world_size, local_rank, device, comm, rendezvous}: the rank
+      and sizes come from CUSCAN_RANK, CUSCAN_WORLD_SIZE and CUSCAN_LOCAL_RANK (bin/cuscan --nproc
+      sets them), else from mpirun's OMPI_COMM_WORLD_RANK / _SIZE / _LOCAL_RANK or PMI_RANK /
+      PMI_SIZE; the device is CUSCAN_DEVICE, else cuda:<local rank>. The first call meets the other
+      processes in the directory CUSCAN_RENDEZVOUS (rank 0 writes the NCCL id there; the others
+      wait up to CUSCAN_RENDEZVOUS_TIMEOUT seconds, 120 by default). With CPU stand-ins
+      (CUSCAN_DEVICE=cpu) the communicator exchanges through files of that directory (for tests and
+      CPU runs). nil when the process was not started as one of many.]],
+    [[A rank variable that is not an integer in range; CUSCAN_RENDEZVOUS not set; a rank that does
+      not appear in time.]] },
 
   { "Queries", { "x:shape" }, "x:shape()",
     [[A fresh table of x's sizes, such as {2, 3}; {} for a 0-d tensor.]] },
@@ -529,27 +588,28 @@ local ENTRIES = {
       option names of the call being typed.]] },
 }
 
-local GROUPS = { "Devices", "Communicators", "Constructors", "Scans", "Queries", "Views and copies", "Element-wise",
+local GROUPS = { "Devices", "Communicators", "Constructors", "Scans", "Sharded tensors", "Queries", "Views and copies",
+                 "Element-wise",
                  "Reductions", "Files", "Sharing memory", "Checking results", "Timing", "Module", "REPL" }
 
 -- The names each function takes in its opts table, by entry key (the REPL completes them;
 -- spec/repl_spec.lua checks them against what each function accepts).
 local OPTIONS = {
   ["cs.tensor"] = { "dtype", "device" },
-  ["cs.zeros"] = { "dtype", "device" },
-  ["cs.ones"] = { "dtype", "device" },
-  ["cs.full"] = { "dtype", "device" },
-  ["cs.rand"] = { "seed", "dtype", "device" },
-  ["cs.arange"] = { "dtype", "device" },
-  ["cs.cumsum"] = { "reverse", "exclusive", "mask", "reset", "segments", "out", "dtype" },
-  ["cs.cumprod"] = { "reverse", "exclusive", "mask", "reset", "segments", "out", "dtype" },
-  ["cs.cummax"] = { "reverse", "exclusive", "mask", "reset", "segments", "out" },
-  ["cs.cummin"] = { "reverse", "exclusive", "mask", "reset", "segments", "out" },
-  ["cs.logcumsumexp"] = { "reverse", "exclusive", "mask", "reset", "segments", "out", "dtype" },
+  ["cs.zeros"] = { "dtype", "device", "devices", "shard_dim" },
+  ["cs.ones"] = { "dtype", "device", "devices", "shard_dim" },
+  ["cs.full"] = { "dtype", "device", "devices", "shard_dim" },
+  ["cs.rand"] = { "seed", "dtype", "device", "devices", "shard_dim" },
+  ["cs.arange"] = { "dtype", "device", "devices", "shard_dim" },
+  ["cs.cumsum"] = { "reverse", "exclusive", "mask", "reset", "segments", "initial", "out", "dtype" },
+  ["cs.cumprod"] = { "reverse", "exclusive", "mask", "reset", "segments", "initial", "out", "dtype" },
+  ["cs.cummax"] = { "reverse", "exclusive", "mask", "reset", "segments", "initial", "out" },
+  ["cs.cummin"] = { "reverse", "exclusive", "mask", "reset", "segments", "initial", "out" },
+  ["cs.logcumsumexp"] = { "reverse", "exclusive", "mask", "reset", "segments", "initial", "out", "dtype" },
   ["cs.segment_ids_to_reset"] = { "reverse" },
-  ["cs.explain"] = { "op", "reverse", "exclusive", "mask", "reset", "segments", "out", "dtype" },
-  ["x:reverse_cumsum"] = { "reverse", "exclusive", "mask", "reset", "segments", "out", "dtype" },
-  ["x:masked_cumsum"] = { "reverse", "exclusive", "mask", "reset", "segments", "out", "dtype" },
+  ["cs.explain"] = { "op", "reverse", "exclusive", "mask", "reset", "segments", "initial", "out", "dtype" },
+  ["x:reverse_cumsum"] = { "reverse", "exclusive", "mask", "reset", "segments", "initial", "out", "dtype" },
+  ["x:masked_cumsum"] = { "reverse", "exclusive", "mask", "reset", "segments", "initial", "out", "dtype" },
   ["x:to"] = { "device", "dtype" },
   ["cs.allclose"] = { "rtol", "atol", "equal_nan" },
   ["timeit"] = { "runs", "warmup", "device", "quiet" },

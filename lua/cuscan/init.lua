@@ -77,8 +77,24 @@ function cs.default_gpu() return core.cuda_ok and core.gpu_index(core.default_gp
 ---------------------------------------------------------------------------------------------------
 -- Constructors
 ---------------------------------------------------------------------------------------------------
-local CTOR_OPTS = { dtype = true, device = true }
-local RAND_OPTS = { dtype = true, device = true, seed = true }
+local CTOR_OPTS = { dtype = true, device = true, devices = true, shard_dim = true }
+local RAND_OPTS = { dtype = true, device = true, seed = true, devices = true, shard_dim = true }
+local shard = require("cuscan.shard")
+
+-- With opts.devices a constructor makes a sharded tensor, each shard made where it lives by
+-- make(shard_shape, opts_of_shard, k, offset_along_shard_dim).
+local function sharded(opts) return type(opts) == "table" and opts.devices ~= nil end
+local function make_sharded(shape, opts, fname, make)
+  if opts.device ~= nil then
+    raise(format("%s: opts: give device or devices, not both", fname))
+  end
+  return shard.create(shape, opts, fname, function(sub, dev, k, at)
+    local o = {}
+    for key, v in pairs(opts) do if key ~= "devices" and key ~= "shard_dim" then o[key] = v end end
+    o.device = dev
+    return make(sub, o, k, at)
+  end)
+end
 
 local function ctor_opts(opts, allowed, fname)
   if type(opts) == "nil" then return nil, default_dev() end
@@ -95,13 +111,18 @@ end
 
 -- cs.tensor(data[, opts]): a tensor from a nested table (booleans give bool; numbers float32
 -- unless opts.dtype says otherwise), from a number (0-d), or a copy of a tensor.
+local TENSOR_OPTS = { dtype = true, device = true }
 function cs.tensor(value, opts)
-  local dtype, dev = ctor_opts(opts, CTOR_OPTS, "tensor")
+  local dtype, dev = ctor_opts(opts, TENSOR_OPTS, "tensor")
   if value == nil then raise("tensor: data: expected a nested table of numbers or booleans, got nil") end
   return data.from_table(value, dtype, dev, "tensor")
 end
 
 function cs.zeros(shape, opts)
+  if sharded(opts) then
+    core.check_opts(opts, CTOR_OPTS, "zeros")
+    return make_sharded(shape, opts, "zeros", function(sub, o) return cs.zeros(sub, o) end)
+  end
   local dtype, dev = ctor_opts(opts, CTOR_OPTS, "zeros")
   local t = new_tensor(shape, dtype or F32, dev, "zeros")
   core.call("zeros", C.cs_fill_int64, core.check_tensor(t, "zeros", "x"), 0)
@@ -109,6 +130,10 @@ function cs.zeros(shape, opts)
 end
 
 function cs.ones(shape, opts)
+  if sharded(opts) then
+    core.check_opts(opts, CTOR_OPTS, "ones")
+    return make_sharded(shape, opts, "ones", function(sub, o) return cs.ones(sub, o) end)
+  end
   local dtype, dev = ctor_opts(opts, CTOR_OPTS, "ones")
   local t = new_tensor(shape, dtype or F32, dev, "ones")
   core.call("ones", C.cs_fill_int64, core.check_tensor(t, "ones", "x"), 1)
@@ -117,11 +142,19 @@ end
 
 -- cs.empty(shape[, opts]): a new tensor whose elements are not set (whatever the memory held).
 function cs.empty(shape, opts)
+  if sharded(opts) then
+    core.check_opts(opts, CTOR_OPTS, "empty")
+    return make_sharded(shape, opts, "empty", function(sub, o) return cs.empty(sub, o) end)
+  end
   local dtype, dev = ctor_opts(opts, CTOR_OPTS, "empty")
   return new_tensor(shape, dtype or F32, dev, "empty")
 end
 
 function cs.full(shape, value, opts)
+  if sharded(opts) then
+    core.check_opts(opts, CTOR_OPTS, "full")
+    return make_sharded(shape, opts, "full", function(sub, o) return cs.full(sub, value, o) end)
+  end
   local dtype, dev = ctor_opts(opts, CTOR_OPTS, "full")
   if dtype == nil then dtype = type(value) == "boolean" and BOOL or F32 end
   core.check_element(value, dtype, "full", "value")
@@ -167,6 +200,16 @@ end
 
 -- A float tensor filled by a seeded generator of the C core (cs_rand, cs_randn).
 local function random_tensor(shape, opts, fname, fill)
+  if sharded(opts) then
+    -- each shard draws its own stream: the seed (given, else the module's next) mixed with the
+    -- shard's index, so the shards differ and a seeded call repeats
+    core.check_opts(opts, RAND_OPTS, fname)
+    local seed = opts.seed ~= nil and check_seed(opts.seed, fname) or next_seed()
+    return make_sharded(shape, opts, fname, function(sub, o, k)
+      o.seed = seed + ffi.new("uint64_t", k) * GOLDEN
+      return random_tensor(sub, o, fname, fill)
+    end)
+  end
   local dtype, dev = ctor_opts(opts, RAND_OPTS, fname)
   dtype = dtype or F32
   if not core.IS_FLOAT[dtype] then
@@ -220,6 +263,15 @@ function cs.arange(a, b, c, d)
     core.check_element(step, I64, "arange", "step")
     core.check_element(start + (n - 1) * step, dtype, "arange", "last element")
   end
+  if sharded(opts) then
+    -- shard k holds elements at .. at+n-1 of the whole range, each computed as the whole range
+    -- computes it (start + i * step, in float64 for floats)
+    return make_sharded({ n }, opts, "arange", function(sub, o, _, at)
+      if not core.IS_FLOAT[dtype] then return cs.arange(start + at * step, start + (at + sub[1]) * step, step, o) end
+      local i = cs.arange(at, at + sub[1], 1, { dtype = "float64", device = o.device })
+      return ((i * step) + start):to(core.DTYPE_NAME[dtype])
+    end)
+  end
   local t = new_tensor({ n }, dtype, dev, "arange")
   core.call("arange", C.cs_arange, core.check_tensor(t, "arange", "x"), start, step)
   return t
@@ -228,15 +280,29 @@ end
 ---------------------------------------------------------------------------------------------------
 -- Scans (function forms of the methods), toolkit functions, checks
 ---------------------------------------------------------------------------------------------------
-cs.cumsum = scan.cumsum
-cs.cumprod = scan.cumprod
-cs.cummax = scan.cummax
-cs.cummin = scan.cummin
-cs.logcumsumexp = scan.logcumsumexp
+-- the function forms take sharded tensors too (cuscan.shard)
+for _, name in ipairs({ "cumsum", "cumprod", "cummax", "cummin", "logcumsumexp" }) do
+  local plain = scan[name]
+  cs[name] = function(x, ...)
+    if shard.is_sharded(x) then return x[name](x, ...) end
+    return plain(x, ...)
+  end
+end
 cs.segment_ids_to_reset = scan.segment_ids_to_reset
 cs.explain = scan.explain
 cs.force_family = scan.force_family
 cs.cat = ops.cat
+cs.shard = shard.shard
+cs.shard_local = shard.shard_local
+cs.shard_sizes = function(n, parts)
+  if not core.is_int(n) or n < 0 then raise(format("shard_sizes: n: expected a non-negative integer, got %s", describe(n))) end
+  if not core.is_int(parts) or parts < 1 or parts > 2 ^ 24 then
+    raise(format("shard_sizes: parts: expected a positive integer up to 2^24, got %s", describe(parts)))
+  end
+  return shard.sizes(n, parts)
+end
+cs.is_sharded = shard.is_sharded
+cs.distributed = require("cuscan.dist").distributed
 cs.allclose = ops.allclose
 cs.max_abs_diff = ops.max_abs_diff
 cs.where = verbs.where

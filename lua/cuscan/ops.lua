@@ -415,6 +415,7 @@ local cmp_far = ffi.new("int64_t[1]")
 
 -- v as a tensor: itself, or a CPU tensor made from a nested table, number or boolean.
 local function as_tensor(v, fname, argname)
+  if core.is_sharded and core.is_sharded(v) then return v:gather("cpu") end
   if is_tensor(v) then
     check_tensor(v, fname, argname)
     return v

@@ -1,6 +1,7 @@
 -- cuscan.scan: cumulative sums, products, maxima and minima (with indices) and log-sum-exps along any
--- dim, with reverse, exclusive, mask, reset (segmented scans), out and an accumulation dtype. Every argument is checked here before C is called, so that a misuse is
--- an error that names the argument, and nothing the caller holds is written on an error.
+-- dim, with reverse, exclusive, mask, reset (segmented scans), initial values, out and an accumulation
+-- dtype. Every argument is checked before the scan runs (here, or by C before it writes anything), so
+-- that a misuse is an error that names the argument, and nothing the caller holds is written on an error.
 local core = require("cuscan.core")
 core.own_file()
 
@@ -8,7 +9,7 @@ local C = core.C
 local raise, describe, format = core.raise, core.describe, string.format
 local tonumber, type = tonumber, type
 local check_tensor, is_tensor, same_shape = core.check_tensor, core.is_tensor, core.same_shape
-local I64, BOOL = core.I64, core.BOOL
+local F64, I64, BOOL = core.F64, core.I64, core.BOOL
 local DTYPE_NAME, DEVICE_NAME = core.DTYPE_NAME, core.DEVICE_NAME
 local SH, ST = core.SH, core.ST
 local S_OOM = core.S_OOM
@@ -44,9 +45,11 @@ local function pair_list(op, dtype)
 end
 
 -- The options of each op: cummax and cummin keep x's dtype and write values and indices.
+-- (cummax and cummin name initial only to refuse it with a reason.)
 local SCAN_OPTS = { reverse = true, exclusive = true, mask = true, out = true, dtype = true, reset = true,
-                    segments = true }
-local MAXMIN_OPTS = { reverse = true, exclusive = true, mask = true, out = true, reset = true, segments = true }
+                    segments = true, initial = true }
+local MAXMIN_OPTS = { reverse = true, exclusive = true, mask = true, out = true, reset = true, segments = true,
+                      initial = true }
 local OPTS_OF = { [SUM] = SCAN_OPTS, [PROD] = SCAN_OPTS, [MAX] = MAXMIN_OPTS, [MIN] = MAXMIN_OPTS, [LSE] = SCAN_OPTS }
 
 -- A 1-D view of a 0-d tensor (C scans along an existing dim).
@@ -81,6 +84,29 @@ local function check_bool_operand(v, xh, fname, argname, hint)
   return h
 end
 
+-- The initial values (opts.initial) as a tensor and its handle: a tensor as given (C checks its
+-- shape, dtype and device), or a number broadcast to every line as a tensor of the line shape (x's
+-- without dim) in the accumulation dtype, float64 for float scans and int64 for the others.
+local function initial_operand(v, xh, cdim, fname)
+  if is_tensor(v) then return v, check_tensor(v, fname, "initial") end
+  local int64 = type(v) == "cdata" and ffi.istype("int64_t", v)
+  if type(v) ~= "number" and not int64 then
+    raise(format("%s: initial: expected a tensor or a number, got %s", fname, describe(v)))
+  end
+  local dtype = core.dtype_of(xh)
+  local acc = core.IS_FLOAT[dtype] and F64 or I64
+  if acc == I64 and not int64 and not core.is_int(v) then
+    raise(format("%s: initial: expected an integer (x is %s), got %s", fname, DTYPE_NAME[dtype], describe(v)))
+  end
+  local value = core.check_element(v, acc, fname, "initial")
+  local shape = core.shape_of(xh)
+  if #shape > 0 then table.remove(shape, cdim + 1) end
+  local t = core.empty(shape, acc, core.device_of(xh), fname)
+  local th = check_tensor(t, fname, "initial")
+  if acc == F64 then core.call(fname, C.cs_fill, th, value) else core.call(fname, C.cs_fill_int64, th, value) end
+  return t, th
+end
+
 -- The values output (out, or out[1] for cummax and cummin): odtype, and out = x or apart from x.
 local function check_out(out, xh, odtype, op, dtype, fname, argname)
   local oh = check_operand(out, xh, fname, argname, "a tensor")
@@ -100,8 +126,8 @@ local function check_out(out, xh, odtype, op, dtype, fname, argname)
 end
 
 -- The checked arguments of a scan, without running it, as a table: x, out and the other operands
--- as handles (xh, oh, mh, rh, ih), the tensors returned (out, indices), the 0-based dim and the
--- flags. With `explain`, missing outputs are not made (cs_scan_explain_with describes the ones it
+-- as handles (xh, oh, mh, rh, ih, nh: initial), the tensors returned (out, indices), the 0-based dim
+-- and the flags. With `explain`, missing outputs are not made (cs_scan_explain_with describes the ones it
 -- would be) and segment ids become an unfilled reset of the layout the real one would have.
 local function prepare(op, x, dim, opts, fname, explain)
   local xh = check_tensor(x, fname, "x")
@@ -112,14 +138,14 @@ local function prepare(op, x, dim, opts, fname, explain)
   local a = { xh = xh, nd = nd, cdim = core.norm_dim(dim, nd == 0 and 1 or nd, fname), flags = 0 }
   local dtype = core.dtype_of(xh)
   local dev = core.device_of(xh)
-  local mask, out, reset, segments, odtype, reverse
+  local mask, out, reset, segments, odtype, reverse, initial
   if type(opts) ~= "nil" then
     core.check_opts(opts, OPTS_OF[op], fname)
     reverse = core.check_bool_opt(opts.reverse, fname, "reverse")
     if reverse then a.flags = a.flags + REVERSE end
     if core.check_bool_opt(opts.exclusive, fname, "exclusive") then a.flags = a.flags + EXCLUSIVE end
     if opts.dtype ~= nil then odtype = core.parse_dtype(opts.dtype, fname) end
-    mask, out, reset, segments = opts.mask, opts.out, opts.reset, opts.segments
+    mask, out, reset, segments, initial = opts.mask, opts.out, opts.reset, opts.segments, opts.initial
   end
   if op == PROD and dtype == BOOL then
     raise(format("%s: x: bool tensors are not supported (convert first, e.g. x:to(\"int64\"))", fname))
@@ -155,6 +181,12 @@ local function prepare(op, x, dim, opts, fname, explain)
     a.rh = check_tensor(a.reset, fname, "reset")
   end
   local indexed = op == MAX or op == MIN
+  if initial ~= nil then
+    if indexed then
+      raise(format("%s: initial: not supported for cummax / cummin (they have no index to give a carried value)", fname))
+    end
+    a.initial, a.nh = initial_operand(initial, xh, nd == 0 and 0 or a.cdim, fname)
+  end
   if out ~= nil then
     if indexed then
       if type(out) ~= "table" or is_tensor(out) or out[1] == nil or out[2] == nil then
@@ -195,13 +227,13 @@ local function run(op, a, fname)
     xh, oh, mh, rh, ih = line(xh, "x"), line(oh, "out"), line(mh, "mask"), line(rh, "reset"), line(ih, "indices")
     cdim = 0
   end
-  ARGS.flags, ARGS.mask, ARGS.reset, ARGS.indices = a.flags, mh, rh, ih
+  ARGS.flags, ARGS.mask, ARGS.reset, ARGS.indices, ARGS.initial = a.flags, mh, rh, ih, a.nh
   local st = C.cs_scan_with(oh, xh, cdim, op, ARGS)
   if st == S_OOM then
     core.collect()
     st = C.cs_scan_with(oh, xh, cdim, op, ARGS)
   end
-  ARGS.mask, ARGS.reset, ARGS.indices = nil, nil, nil
+  ARGS.mask, ARGS.reset, ARGS.indices, ARGS.initial = nil, nil, nil, nil
   if st ~= 0 then core.fail(fname) end
 end
 
@@ -291,10 +323,10 @@ function S.explain(x, dim, opts)
     end
   end
   local a = prepare(op, x, dim, scan_opts, "explain", true)
-  if a.nd == 0 then return "0-d tensor: one element, copied" end
-  ARGS.flags, ARGS.mask, ARGS.reset, ARGS.indices = a.flags, a.mh, a.rh, a.ih
+  if a.nd == 0 then return a.nh and "0-d tensor: one element, initial" or "0-d tensor: one element, copied" end
+  ARGS.flags, ARGS.mask, ARGS.reset, ARGS.indices, ARGS.initial = a.flags, a.mh, a.rh, a.ih, a.nh
   local st = C.cs_scan_explain_with(explain_buf, 512, a.xh, a.cdim, op, ARGS, a.oh, a.odtype)
-  ARGS.mask, ARGS.reset, ARGS.indices = nil, nil, nil
+  ARGS.mask, ARGS.reset, ARGS.indices, ARGS.initial = nil, nil, nil, nil
   if st ~= 0 then core.fail("explain") end
   return ffi.string(explain_buf)
 end
@@ -309,4 +341,6 @@ function S.force_family(name)
 end
 
 S.scan = scan
+-- Checks a scan's arguments as the scan would, without running it or making its outputs.
+function S.check(op, x, dim, opts, fname) prepare(op, x, dim, opts, fname, true) end
 return S

@@ -27,6 +27,7 @@
 #include <string.h>
 #include "dtypes.h"
 #include "internal.h"
+#include "scalar.h"
 #include "simd.h"
 
 enum {
@@ -68,6 +69,10 @@ enum {
 #define CPU_ACC_int32_t uint32_t
 #define CPU_ACC_int64_t uint64_t
 #define CPU_ACC(T) CPU_ACC_##T
+/* a line's initial value (p->initial) at offset off, as the accumulator */
+#define CPU_INITIAL_double(p, off) cs_initial_double((p)->initial, off, (p)->initial_dtype)
+#define CPU_INITIAL_int32_t(p, off) ((uint32_t)cs_initial_int64((p)->initial, off, (p)->initial_dtype))
+#define CPU_INITIAL_int64_t(p, off) ((uint64_t)cs_initial_int64((p)->initial, off, (p)->initial_dtype))
 
 /* keep ? v : other without a branch (a random mask would mispredict one branch in two) */
 INLINE double select_double(unsigned char keep, double v, double other)
@@ -98,7 +103,8 @@ typedef struct walk_layout {
     int64_t len, inner, nouter, nlines;
     int64_t sx[3], ix[3];
     int64_t start[3];           /* offset of the first walked element of line 0 */
-    cs_iter outer;
+    int64_t ii;                 /* stride of the initial values (p->initial) between neighbouring lines */
+    cs_iter outer;              /* its strides of operand CS_OPND_INITIAL place the initial values */
     int masked, staged[3];      /* staged: the operand passes through a transposing buffer */
     int tiles;                  /* the tile walk applies (else segments) */
     int64_t tw, tk;             /* tiles: at most tw lines a task, tk steps a tile */
@@ -123,6 +129,17 @@ static inline void line_start(const walk_layout *w, int64_t line, int64_t off[3]
     for (int k = 0; k < 3; k++) off[k] += w->start[k] + c * w->ix[k];
 }
 
+/* offset of line `line`'s initial value */
+static inline int64_t initial_offset(const walk_layout *w, int64_t line)
+{
+    int64_t idx = line / w->inner, off = line % w->inner * w->ii;
+    for (int d = w->outer.ndim - 1; d >= 0; d--) {
+        off += idx % w->outer.shape[d] * w->outer.strides[CS_OPND_INITIAL][d];
+        idx /= w->outer.shape[d];
+    }
+    return off;
+}
+
 static void plan_walk(const cs_scan_plan *p, walk_layout *w)
 {
     memset(w, 0, sizeof *w);
@@ -136,11 +153,13 @@ static void plan_walk(const cs_scan_plan *p, walk_layout *w)
     if (p->layout == CS_LAYOUT_COLUMNS) {
         w->inner = p->inner;
         for (int o = 0; o < 3; o++) w->ix[o] = p->inner_stride[o];
+        w->ii = p->inner_stride[CS_OPND_INITIAL];
     } else if (w->outer.ndim > 0) {
         /* rows: the innermost outer dim holds the lines side by side */
         const int d = --w->outer.ndim;
         w->inner = w->outer.shape[d];
         for (int o = 0; o < 3; o++) w->ix[o] = w->outer.strides[o][d];
+        w->ii = w->outer.strides[CS_OPND_INITIAL][d];
     } else {
         w->inner = 1;
     }
@@ -289,7 +308,7 @@ typedef struct segment {
         else if (!m) NAME##_walk_g(x, m, y, s, GROUP, n, st, acc, 0, 1, 1);                                \
         else if (!excl) NAME##_walk_g(x, m, y, s, GROUP, n, st, acc, 1, 0, 1);                             \
         else NAME##_walk_g(x, m, y, s, GROUP, n, st, acc, 1, 1, 1);                                        \
-        if (write && excl)                                                                                 \
+        if (write && excl && !p->initial) /* with initial values the first output is the line's own */    \
             for (int j = 0; j < g; j++)                                                                    \
                 if (s[j].first) y[s[j].off[2]] = CPU_OUT_##OUT((NAME##_acc)(EMPTY));                       \
     }                                                                                                      \
@@ -371,7 +390,8 @@ typedef struct segment {
         else if (masked) NAME##_fold_g(x, xr, m, mr, nc, n, acc, 1);                                       \
         else NAME##_fold_g(x, xr, m, mr, nc, n, acc, 0);                                                   \
     }                                                                                                      \
-    /* nc lines from line (o, c0), tk steps at a time. init: the lines' carries (NULL: the identity);  \
+    /* nc lines from line (o, c0), tk steps at a time. init: the lines' carries (NULL: the identity, or   \
+     * the initial values when scanning);                                                                \
      * totals: fold only, into totals[]; first: lines [0, first) start here (an exclusive scan's empty prefix) */ \
     VECTOR_KERNEL static void NAME##_tiles(const cs_scan_plan *p, const walk_layout *w, int64_t o, int64_t c0, \
                                            int64_t nc, const NAME##_acc *init, NAME##_acc *totals, int64_t first) \
@@ -387,7 +407,9 @@ typedef struct segment {
         const unsigned char *m = w->masked ? p->mask + base[1] : 0;                                        \
         OUT_T *y = (OUT_T *)p->out + base[2];                                                              \
         const int masked = w->masked, excl = p->exclusive;                                                 \
-        for (int64_t c = 0; c < nc; c++) acc[c] = init ? init[c] : (NAME##_acc)(IDENT);                    \
+        for (int64_t c = 0; c < nc; c++)                                                                   \
+            acc[c] = init ? init[c] : p->initial && !totals                                                \
+                ? CPU_INITIAL_##ACC_T(p, initial_offset(w, o * w->inner + c0 + c)) : (NAME##_acc)(IDENT);  \
         for (int64_t k0 = 0; k0 < w->len; k0 += w->tk) {                                                   \
             const int64_t kn = w->len - k0 < w->tk ? w->len - k0 : w->tk;                                  \
             const IN_T *xt = x + k0 * w->sx[0];                                                            \
@@ -422,7 +444,7 @@ typedef struct segment {
             } else {                                                                                       \
                 NAME##_tile_a(xt, xr, mt, mr, yw, yr, nc, kn, acc, masked, excl);                          \
             }                                                                                              \
-            if (excl && k0 == 0)                                                                           \
+            if (excl && k0 == 0 && !p->initial)                                                            \
                 for (int64_t c = 0; c < first && c < nc; c++) yw[c] = CPU_OUT_##OUT((NAME##_acc)(EMPTY)); \
             if (w->staged[2]) stage_out(yb, yt, w->ix[2], w->sx[2], nc, kn, sizeof *yb);                   \
         }                                                                                                  \
@@ -531,7 +553,8 @@ typedef struct segment {
         NAME##_acc carry[LONG_LINES];                                                                      \
         NAME##_acc *vals = malloc(sizeof *vals * (size_t)(L * per * omp_get_max_threads()));               \
         if (!vals) return -1;                                                                              \
-        for (int64_t l = 0; l < L; l++) carry[l] = (NAME##_acc)(IDENT);                                    \
+        for (int64_t l = 0; l < L; l++)                                                                    \
+            carry[l] = p->initial ? CPU_INITIAL_##ACC_T(p, initial_offset(w, l)) : (NAME##_acc)(IDENT);    \
         _Pragma("omp parallel")                                                                            \
         {                                                                                                  \
             const int64_t T = omp_get_num_threads(), t = omp_get_thread_num();                             \
@@ -577,7 +600,8 @@ typedef struct segment {
                     for (int j = 0; j < g; j++) {                                                          \
                         line_start(w, l + j, s[j].off);                                                    \
                         s[j].first = 1;                                                                    \
-                        acc[j] = (NAME##_acc)(IDENT);                                                      \
+                        acc[j] = p->initial ? CPU_INITIAL_##ACC_T(p, initial_offset(w, l + j))             \
+                                            : (NAME##_acc)(IDENT);                                         \
                     }                                                                                      \
                     NAME##_walk(p, s, g, w->len, w->sx, acc, 1);                                           \
                 }                                                                                          \
@@ -621,10 +645,10 @@ cs_status cs_cpu_scan(const cs_scan_plan *p)
     plan_walk(p, &w);
     if (p->explain || p->log) {
         char line[256];
-        snprintf(line, sizeof line, "cpu %s: %lld lines of %lld%s%s%s; %s",
+        snprintf(line, sizeof line, "cpu %s: %lld lines of %lld%s%s%s%s; %s",
                  p->layout == CS_LAYOUT_COLUMNS ? "columns" : "rows", (long long)(p->nouter * p->inner),
                  (long long)p->len, p->mask ? ", masked" : "", p->reverse ? ", reverse" : "",
-                 p->exclusive ? ", exclusive" : "", walk_name(&w));
+                 p->exclusive ? ", exclusive" : "", p->initial ? ", initial" : "", walk_name(&w));
         if (p->explain) {
             snprintf(p->explain, p->explain_len, "%s", line);
             return CS_OK;

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include "dtypes.h"
 #include "internal.h"
+#include "scalar.h"
 
 enum { COLUMN_BLOCK = 512 };
 
@@ -45,12 +46,16 @@ static inline void line_offsets(const cs_iter *it, int64_t idx, int64_t off[CS_M
 #define CPU_ACC_int32_t uint32_t
 #define CPU_ACC_int64_t uint64_t
 #define CPU_ACC(T) CPU_ACC_##T
-#define TO_ACC(IN, ACC, v)                                                                                     \
-    ((IN) == CS_BOOL ? (ACC)((v) != 0) : (IN) == CS_FLOAT16 ? (ACC)cs_float16_to_double(v)                     \
+/* a line's initial value (p->initial) at offset off, as the accumulator A (never max's or min's) */
+#define INITIAL_OF(A, p, off)                                                                                   \
+    _Generic((A)0, double: cs_initial_double((p)->initial, off, (p)->initial_dtype),                            \
+             default: (A)cs_initial_int64((p)->initial, off, (p)->initial_dtype))
+#define TO_ACC(IN, ACC, v)                                                                                      \
+    ((IN) == CS_BOOL ? (ACC)((v) != 0) : (IN) == CS_FLOAT16 ? (ACC)cs_float16_to_double(v)                      \
      : (IN) == CS_BFLOAT16 ? (ACC)cs_bfloat16_to_double(v) : (ACC)(v))
 /* the one rounding of an output */
-#define TO_OUT(OUT, OUT_T, v)                                                                                  \
-    ((OUT) == CS_FLOAT16 ? (OUT_T)cs_float16_from_double(v)                                                    \
+#define TO_OUT(OUT, OUT_T, v)                                                                                   \
+    ((OUT) == CS_FLOAT16 ? (OUT_T)cs_float16_from_double(v)                                                     \
      : (OUT) == CS_BFLOAT16 ? (OUT_T)cs_bfloat16_from_double(v) : (OUT_T)(v))
 
 static inline int nan_double(double v) { return v != v; }
@@ -58,9 +63,9 @@ static inline int nan_never(int64_t v) { (void)v; return 0; }
 #define IS_NAN(v) _Generic((v), double: nan_double, default: nan_never)(v)
 
 /* The lowest and highest value of an accumulator of max / min (bool: false and true). */
-#define LOWEST(A, IN) _Generic((A)0, double: -INFINITY, int32_t: (IN) == CS_BOOL ? 0 : INT32_MIN,              \
+#define LOWEST(A, IN) _Generic((A)0, double: -INFINITY, int32_t: (IN) == CS_BOOL ? 0 : INT32_MIN,               \
                                int64_t: (IN) == CS_BOOL ? 0 : INT64_MIN, default: 0)
-#define HIGHEST(A, IN) _Generic((A)0, double: INFINITY, int32_t: (IN) == CS_BOOL ? 1 : INT32_MAX,              \
+#define HIGHEST(A, IN) _Generic((A)0, double: INFINITY, int32_t: (IN) == CS_BOOL ? 1 : INT32_MAX,               \
                                 int64_t: (IN) == CS_BOOL ? 1 : INT64_MAX, default: 1)
 
 /* log(exp(a) + exp(b)) without overflow: the larger plus log1p of the smaller's share; -inf is the
@@ -95,9 +100,9 @@ static inline double log_add_exp(double a, double b)
 #define EMPTY_lse IDENT_lse
 #define TAKE_sum(acc, at, v, pos) ((acc) = (acc) + (v))
 #define TAKE_prod(acc, at, v, pos) ((acc) = (acc) * (v))
-#define TAKE_max(acc, at, v, pos) \
+#define TAKE_max(acc, at, v, pos)                                                                               \
     do { if (IS_NAN(v) || (v) >= (acc)) { (acc) = (v); (at) = (pos); } } while (0)
-#define TAKE_min(acc, at, v, pos) \
+#define TAKE_min(acc, at, v, pos)                                                                               \
     do { if (IS_NAN(v) || (v) <= (acc)) { (acc) = (v); (at) = (pos); } } while (0)
 #define TAKE_lse(acc, at, v, pos) ((acc) = log_add_exp((acc), (v)))
 #define MASKED_sum(A) ((A)0)
@@ -118,125 +123,131 @@ static inline double log_add_exp(double a, double b)
 
 /* F(..., masked, segmented, indexed) called with the three flags as constants, so that each
  * combination is compiled on its own. */
-#define SPECIALISE(F, M, R, I, ...)                                                                            \
-    ((M) ? ((R) ? ((I) ? F(__VA_ARGS__, 1, 1, 1) : F(__VA_ARGS__, 1, 1, 0))                                    \
-                : ((I) ? F(__VA_ARGS__, 1, 0, 1) : F(__VA_ARGS__, 1, 0, 0)))                                   \
-         : ((R) ? ((I) ? F(__VA_ARGS__, 0, 1, 1) : F(__VA_ARGS__, 0, 1, 0))                                    \
+#define SPECIALISE(F, M, R, I, ...)                                                                             \
+    ((M) ? ((R) ? ((I) ? F(__VA_ARGS__, 1, 1, 1) : F(__VA_ARGS__, 1, 1, 0))                                     \
+                : ((I) ? F(__VA_ARGS__, 1, 0, 1) : F(__VA_ARGS__, 1, 0, 0)))                                    \
+         : ((R) ? ((I) ? F(__VA_ARGS__, 0, 1, 1) : F(__VA_ARGS__, 0, 1, 0))                                     \
                 : ((I) ? F(__VA_ARGS__, 0, 0, 1) : F(__VA_ARGS__, 0, 0, 0))))
 
 /* One element of the walk, shared by rows and columns: restart on reset, take the element in (or
  * not, under a false mask), write the output and its index (the caller's excl and indexed say how). */
-#define SCAN_STEP(OPN, A, IN, OUT, OUT_T, acc, at, xv, keep, restart, first, pos, yp, ip)                      \
-    do {                                                                                                       \
-        int first_ = (first);                                                                                  \
-        A a_ = (acc);                                                                                          \
-        int64_t at_ = (at);                                                                                    \
-        if (restart) { a_ = IDENT_##OPN(A, IN); at_ = 0; first_ = 1; }                                         \
-        const A before_ = a_;                                                                                  \
-        const int64_t before_at_ = at_;                                                                        \
-        if (keep) { A v_ = TO_ACC(IN, A, xv); TAKE_##OPN(a_, at_, v_, pos); }                                  \
-        else if (!SKIPS_MASKED_##OPN) { A v_ = MASKED_##OPN(A); TAKE_##OPN(a_, at_, v_, pos); }                \
-        *(yp) = TO_OUT(OUT, OUT_T, excl ? (first_ ? EMPTY_##OPN(A, IN) : before_) : a_);                       \
-        if (indexed) *(ip) = excl ? before_at_ : at_;                                                          \
-        (acc) = a_;                                                                                            \
-        (at) = at_;                                                                                            \
+#define SCAN_STEP(OPN, A, IN, OUT, OUT_T, acc, at, xv, keep, restart, first, pos, yp, ip)                       \
+    do {                                                                                                        \
+        int first_ = (first);                                                                                   \
+        A a_ = (acc);                                                                                           \
+        int64_t at_ = (at);                                                                                     \
+        if (restart) { a_ = IDENT_##OPN(A, IN); at_ = 0; first_ = 1; }                                          \
+        const A before_ = a_;                                                                                   \
+        const int64_t before_at_ = at_;                                                                         \
+        if (keep) { A v_ = TO_ACC(IN, A, xv); TAKE_##OPN(a_, at_, v_, pos); }                                   \
+        else if (!SKIPS_MASKED_##OPN) { A v_ = MASKED_##OPN(A); TAKE_##OPN(a_, at_, v_, pos); }                 \
+        *(yp) = TO_OUT(OUT, OUT_T, excl ? (first_ ? EMPTY_##OPN(A, IN) : before_) : a_);                        \
+        if (indexed) *(ip) = excl ? before_at_ : at_;                                                           \
+        (acc) = a_;                                                                                             \
+        (at) = at_;                                                                                             \
     } while (0)
 
 /* The walks of one op for one dtype pair (OPS: the ops the pair supports; the others compile to
  * nothing). */
-#define DEFINE_CPU_SCAN(OPN, OP, NAME, IN_T, ACC_T, OUT_T, IN, OUT, OPS)                                       \
-    typedef ACC_##OPN(ACC_T) OPN##_##NAME##_acc;                                                               \
-    ALWAYS_INLINE void OPN##_##NAME##_line(const cs_scan_plan *p, const int64_t *off, const int masked,        \
-                                          const int segmented, const int indexed)                              \
-    {                                                                                                          \
-        typedef OPN##_##NAME##_acc A;                                                                          \
-        const IN_T *x = (const IN_T *)p->x + off[CS_OPND_X];                                                   \
-        const unsigned char *m = masked ? p->mask + off[CS_OPND_MASK] : 0;                                     \
-        OUT_T *y = (OUT_T *)p->out + off[CS_OPND_OUT];                                                         \
-        const unsigned char *r = segmented ? p->reset + off[CS_OPND_RESET] : 0;                                \
-        int64_t *ix = indexed ? p->indices + off[CS_OPND_INDICES] : 0;                                         \
-        const int64_t len = p->len, sx = p->scan_stride[CS_OPND_X], sm = p->scan_stride[CS_OPND_MASK];         \
-        const int64_t so = p->scan_stride[CS_OPND_OUT], sr = p->scan_stride[CS_OPND_RESET];                    \
-        const int64_t si = p->scan_stride[CS_OPND_INDICES];                                                    \
-        const int excl = p->exclusive, rev = p->reverse;                                                       \
-        A acc = IDENT_##OPN(A, IN);                                                                            \
-        int64_t at = 0;                                                                                        \
-        for (int64_t k = 0; k < len; k++) {                                                                    \
-            const int64_t i = rev ? len - 1 - k : k;                                                           \
-            SCAN_STEP(OPN, A, IN, OUT, OUT_T, acc, at, x[i * sx], !masked || m[i * sm],                        \
-                      segmented && r[i * sr], k == 0, i + 1, &y[i * so], &ix[i * si]);                         \
-        }                                                                                                      \
-    }                                                                                                          \
-    static void OPN##_##NAME##_rows(const cs_scan_plan *p)                                                     \
-    {                                                                                                          \
-        if (!CS_OPS_HAS(OPS, OP)) return;                                                                      \
-        const int masked = p->mask != 0, segmented = p->reset != 0;                                            \
-        const int indexed = INDEXED_##OPN && p->indices != 0;                                                  \
-        _Pragma("omp parallel for schedule(static) if(p->nouter > 1 && p->nouter * p->len > 32768)")           \
-        for (int64_t line = 0; line < p->nouter; line++) {                                                     \
-            int64_t off[CS_MAX_OPERANDS];                                                                      \
-            line_offsets(&p->outer, line, off);                                                                \
-            SPECIALISE(OPN##_##NAME##_line, masked, segmented, indexed, p, off);                               \
-        }                                                                                                      \
-    }                                                                                                          \
-    /* a block of nc neighbouring lines from line c0, walked a row at a time; unit: every operand              \
-     * steps by 1 along the block */                                                                           \
-    ALWAYS_INLINE void OPN##_##NAME##_block(const cs_scan_plan *p, const int64_t *off, int64_t c0,             \
-                                           int64_t nc, const int unit, const int masked,                       \
-                                           const int segmented, const int indexed)                             \
-    {                                                                                                          \
-        typedef OPN##_##NAME##_acc A;                                                                          \
-        const int64_t len = p->len, sx = p->scan_stride[CS_OPND_X], sm = p->scan_stride[CS_OPND_MASK];         \
-        const int64_t so = p->scan_stride[CS_OPND_OUT], sr = p->scan_stride[CS_OPND_RESET];                    \
-        const int64_t si = p->scan_stride[CS_OPND_INDICES];                                                    \
-        const int64_t ix = unit ? 1 : p->inner_stride[CS_OPND_X];                                              \
-        const int64_t im = unit ? 1 : p->inner_stride[CS_OPND_MASK];                                           \
-        const int64_t io = unit ? 1 : p->inner_stride[CS_OPND_OUT];                                            \
-        const int64_t ir = unit ? 1 : p->inner_stride[CS_OPND_RESET];                                          \
-        const int64_t ii = unit ? 1 : p->inner_stride[CS_OPND_INDICES];                                        \
-        const int excl = p->exclusive, rev = p->reverse;                                                       \
-        A acc[COLUMN_BLOCK];                                                                                   \
-        int64_t at[COLUMN_BLOCK];                                                                              \
-        for (int64_t c = 0; c < nc; c++) { acc[c] = IDENT_##OPN(A, IN); at[c] = 0; }                           \
-        for (int64_t k = 0; k < len; k++) {                                                                    \
-            const int64_t i = rev ? len - 1 - k : k;                                                           \
-            const IN_T *xr = (const IN_T *)p->x + off[CS_OPND_X] + i * sx + c0 * ix;                           \
-            OUT_T *yr = (OUT_T *)p->out + off[CS_OPND_OUT] + i * so + c0 * io;                                 \
-            const unsigned char *mr = masked ? p->mask + off[CS_OPND_MASK] + i * sm + c0 * im : 0;             \
-            const unsigned char *rr = segmented ? p->reset + off[CS_OPND_RESET] + i * sr + c0 * ir : 0;        \
-            int64_t *nr = indexed ? p->indices + off[CS_OPND_INDICES] + i * si + c0 * ii : 0;                  \
-            for (int64_t c = 0; c < nc; c++)                                                                   \
-                SCAN_STEP(OPN, A, IN, OUT, OUT_T, acc[c], at[c], xr[c * ix], !masked || mr[c * im],            \
-                          segmented && rr[c * ir], k == 0, i + 1, &yr[c * io], &nr[c * ii]);                   \
-        }                                                                                                      \
-    }                                                                                                          \
-    static void OPN##_##NAME##_columns(const cs_scan_plan *p)                                                  \
-    {                                                                                                          \
-        if (!CS_OPS_HAS(OPS, OP)) return;                                                                      \
-        const int masked = p->mask != 0, segmented = p->reset != 0;                                            \
-        const int indexed = INDEXED_##OPN && p->indices != 0;                                                  \
-        const int64_t inner = p->inner, nblocks = (inner + COLUMN_BLOCK - 1) / COLUMN_BLOCK;                   \
-        const int present[CS_MAX_OPERANDS] = { 1, masked, 1, segmented, indexed };                             \
-        int unit = 1;                                                                                          \
-        for (int o = 0; o < CS_MAX_OPERANDS; o++)                                                              \
-            if (present[o] && p->inner_stride[o] != 1) unit = 0;                                               \
+#define DEFINE_CPU_SCAN(OPN, OP, NAME, IN_T, ACC_T, OUT_T, IN, OUT, OPS)                                        \
+    typedef ACC_##OPN(ACC_T) OPN##_##NAME##_acc;                                                                \
+    ALWAYS_INLINE void OPN##_##NAME##_line(const cs_scan_plan *p, const int64_t *off, const int masked,         \
+                                          const int segmented, const int indexed)                               \
+    {                                                                                                           \
+        typedef OPN##_##NAME##_acc A;                                                                           \
+        const IN_T *x = (const IN_T *)p->x + off[CS_OPND_X];                                                    \
+        const unsigned char *m = masked ? p->mask + off[CS_OPND_MASK] : 0;                                      \
+        OUT_T *y = (OUT_T *)p->out + off[CS_OPND_OUT];                                                          \
+        const unsigned char *r = segmented ? p->reset + off[CS_OPND_RESET] : 0;                                 \
+        int64_t *ix = indexed ? p->indices + off[CS_OPND_INDICES] : 0;                                          \
+        const int64_t len = p->len, sx = p->scan_stride[CS_OPND_X], sm = p->scan_stride[CS_OPND_MASK];          \
+        const int64_t so = p->scan_stride[CS_OPND_OUT], sr = p->scan_stride[CS_OPND_RESET];                     \
+        const int64_t si = p->scan_stride[CS_OPND_INDICES];                                                     \
+        const int excl = p->exclusive, rev = p->reverse;                                                        \
+        const int init = p->initial != 0; /* then an exclusive scan's first output is the initial value */      \
+        A acc = init ? INITIAL_OF(A, p, off[CS_OPND_INITIAL]) : IDENT_##OPN(A, IN);                             \
+        int64_t at = 0;                                                                                         \
+        for (int64_t k = 0; k < len; k++) {                                                                     \
+            const int64_t i = rev ? len - 1 - k : k;                                                            \
+            SCAN_STEP(OPN, A, IN, OUT, OUT_T, acc, at, x[i * sx], !masked || m[i * sm],                         \
+                      segmented && r[i * sr], k == 0 && !init, i + 1, &y[i * so], &ix[i * si]);                 \
+        }                                                                                                       \
+    }                                                                                                           \
+    static void OPN##_##NAME##_rows(const cs_scan_plan *p)                                                      \
+    {                                                                                                           \
+        if (!CS_OPS_HAS(OPS, OP)) return;                                                                       \
+        const int masked = p->mask != 0, segmented = p->reset != 0;                                             \
+        const int indexed = INDEXED_##OPN && p->indices != 0;                                                   \
+        _Pragma("omp parallel for schedule(static) if(p->nouter > 1 && p->nouter * p->len > 32768)")            \
+        for (int64_t line = 0; line < p->nouter; line++) {                                                      \
+            int64_t off[CS_MAX_OPERANDS];                                                                       \
+            line_offsets(&p->outer, line, off);                                                                 \
+            SPECIALISE(OPN##_##NAME##_line, masked, segmented, indexed, p, off);                                \
+        }                                                                                                       \
+    }                                                                                                           \
+    /* a block of nc neighbouring lines from line c0, walked a row at a time; unit: every operand               \
+     * steps by 1 along the block */                                                                            \
+    ALWAYS_INLINE void OPN##_##NAME##_block(const cs_scan_plan *p, const int64_t *off, int64_t c0,              \
+                                           int64_t nc, const int unit, const int masked,                        \
+                                           const int segmented, const int indexed)                              \
+    {                                                                                                           \
+        typedef OPN##_##NAME##_acc A;                                                                           \
+        const int64_t len = p->len, sx = p->scan_stride[CS_OPND_X], sm = p->scan_stride[CS_OPND_MASK];          \
+        const int64_t so = p->scan_stride[CS_OPND_OUT], sr = p->scan_stride[CS_OPND_RESET];                     \
+        const int64_t si = p->scan_stride[CS_OPND_INDICES];                                                     \
+        const int64_t ix = unit ? 1 : p->inner_stride[CS_OPND_X];                                               \
+        const int64_t im = unit ? 1 : p->inner_stride[CS_OPND_MASK];                                            \
+        const int64_t io = unit ? 1 : p->inner_stride[CS_OPND_OUT];                                             \
+        const int64_t ir = unit ? 1 : p->inner_stride[CS_OPND_RESET];                                           \
+        const int64_t ii = unit ? 1 : p->inner_stride[CS_OPND_INDICES];                                         \
+        const int excl = p->exclusive, rev = p->reverse;                                                        \
+        A acc[COLUMN_BLOCK];                                                                                    \
+        int64_t at[COLUMN_BLOCK];                                                                               \
+        const int init = p->initial != 0;                                                                       \
+        const int64_t iv = p->inner_stride[CS_OPND_INITIAL];                                                    \
+        for (int64_t c = 0; c < nc; c++) {                                                                      \
+            acc[c] = init ? INITIAL_OF(A, p, off[CS_OPND_INITIAL] + (c0 + c) * iv) : IDENT_##OPN(A, IN);        \
+            at[c] = 0;                                                                                          \
+        }                                                                                                       \
+        for (int64_t k = 0; k < len; k++) {                                                                     \
+            const int64_t i = rev ? len - 1 - k : k;                                                            \
+            const IN_T *xr = (const IN_T *)p->x + off[CS_OPND_X] + i * sx + c0 * ix;                            \
+            OUT_T *yr = (OUT_T *)p->out + off[CS_OPND_OUT] + i * so + c0 * io;                                  \
+            const unsigned char *mr = masked ? p->mask + off[CS_OPND_MASK] + i * sm + c0 * im : 0;              \
+            const unsigned char *rr = segmented ? p->reset + off[CS_OPND_RESET] + i * sr + c0 * ir : 0;         \
+            int64_t *nr = indexed ? p->indices + off[CS_OPND_INDICES] + i * si + c0 * ii : 0;                   \
+            for (int64_t c = 0; c < nc; c++)                                                                    \
+                SCAN_STEP(OPN, A, IN, OUT, OUT_T, acc[c], at[c], xr[c * ix], !masked || mr[c * im],             \
+                          segmented && rr[c * ir], k == 0 && !init, i + 1, &yr[c * io], &nr[c * ii]);           \
+        }                                                                                                       \
+    }                                                                                                           \
+    static void OPN##_##NAME##_columns(const cs_scan_plan *p)                                                   \
+    {                                                                                                           \
+        if (!CS_OPS_HAS(OPS, OP)) return;                                                                       \
+        const int masked = p->mask != 0, segmented = p->reset != 0;                                             \
+        const int indexed = INDEXED_##OPN && p->indices != 0;                                                   \
+        const int64_t inner = p->inner, nblocks = (inner + COLUMN_BLOCK - 1) / COLUMN_BLOCK;                    \
+        const int present[CS_MAX_OPERANDS] = { 1, masked, 1, segmented, indexed };                              \
+        int unit = 1;                                                                                           \
+        for (int o = 0; o < CS_MAX_OPERANDS; o++)                                                               \
+            if (present[o] && p->inner_stride[o] != 1) unit = 0;                                                \
         _Pragma("omp parallel for schedule(static) if(p->nouter * nblocks > 1 && p->nouter * inner * p->len > 32768)") \
-        for (int64_t task = 0; task < p->nouter * nblocks; task++) {                                           \
-            int64_t off[CS_MAX_OPERANDS];                                                                      \
-            line_offsets(&p->outer, task / nblocks, off);                                                      \
-            const int64_t c0 = (task % nblocks) * COLUMN_BLOCK;                                                \
-            const int64_t nc = inner - c0 < COLUMN_BLOCK ? inner - c0 : COLUMN_BLOCK;                          \
-            if (unit) SPECIALISE(OPN##_##NAME##_block, masked, segmented, indexed, p, off, c0, nc, 1);         \
-            else SPECIALISE(OPN##_##NAME##_block, masked, segmented, indexed, p, off, c0, nc, 0);              \
-        }                                                                                                      \
+        for (int64_t task = 0; task < p->nouter * nblocks; task++) {                                            \
+            int64_t off[CS_MAX_OPERANDS];                                                                       \
+            line_offsets(&p->outer, task / nblocks, off);                                                       \
+            const int64_t c0 = (task % nblocks) * COLUMN_BLOCK;                                                 \
+            const int64_t nc = inner - c0 < COLUMN_BLOCK ? inner - c0 : COLUMN_BLOCK;                           \
+            if (unit) SPECIALISE(OPN##_##NAME##_block, masked, segmented, indexed, p, off, c0, nc, 1);          \
+            else SPECIALISE(OPN##_##NAME##_block, masked, segmented, indexed, p, off, c0, nc, 0);               \
+        }                                                                                                       \
     }
 
 /* every op for every pair of the list (those a pair does not support compile to nothing) */
-#define DEFINE_PAIR(NAME, IN, OUT, IN_T, ACC_T, OUT_T, OPS)                                                    \
-    DEFINE_CPU_SCAN(sum, CS_SCAN_SUM, NAME, IN_T, ACC_T, OUT_T, IN, OUT, OPS)                                  \
-    DEFINE_CPU_SCAN(prod, CS_SCAN_PROD, NAME, IN_T, ACC_T, OUT_T, IN, OUT, OPS)                                \
-    DEFINE_CPU_SCAN(max, CS_SCAN_MAX, NAME, IN_T, ACC_T, OUT_T, IN, OUT, OPS)                                  \
-    DEFINE_CPU_SCAN(min, CS_SCAN_MIN, NAME, IN_T, ACC_T, OUT_T, IN, OUT, OPS)                                  \
+#define DEFINE_PAIR(NAME, IN, OUT, IN_T, ACC_T, OUT_T, OPS)                                                     \
+    DEFINE_CPU_SCAN(sum, CS_SCAN_SUM, NAME, IN_T, ACC_T, OUT_T, IN, OUT, OPS)                                   \
+    DEFINE_CPU_SCAN(prod, CS_SCAN_PROD, NAME, IN_T, ACC_T, OUT_T, IN, OUT, OPS)                                 \
+    DEFINE_CPU_SCAN(max, CS_SCAN_MAX, NAME, IN_T, ACC_T, OUT_T, IN, OUT, OPS)                                   \
+    DEFINE_CPU_SCAN(min, CS_SCAN_MIN, NAME, IN_T, ACC_T, OUT_T, IN, OUT, OPS)                                   \
     DEFINE_CPU_SCAN(lse, CS_SCAN_LOGSUMEXP, NAME, IN_T, ACC_T, OUT_T, IN, OUT, OPS)
 CS_SCAN_PAIRS(DEFINE_PAIR)
 #undef DEFINE_PAIR
@@ -246,14 +257,14 @@ typedef void (*scan_fn)(const cs_scan_plan *);
 cs_status cs_cpu_scan_general(const cs_scan_plan *p)
 {
     scan_fn rows = 0, cols = 0;
-#define PICK(NAME, IN, OUT, IN_T, ACC_T, OUT_T, OPS)                                                           \
-    if (p->in_dtype == IN && p->out_dtype == OUT && (unsigned)p->op < 32 && CS_OPS_HAS(OPS, p->op)) {          \
-        const scan_fn r[] = { sum_##NAME##_rows, prod_##NAME##_rows, max_##NAME##_rows, min_##NAME##_rows,     \
-                              lse_##NAME##_rows };                                                             \
-        const scan_fn c[] = { sum_##NAME##_columns, prod_##NAME##_columns, max_##NAME##_columns,               \
-                              min_##NAME##_columns, lse_##NAME##_columns };                                    \
-        rows = r[p->op];                                                                                       \
-        cols = c[p->op];                                                                                       \
+#define PICK(NAME, IN, OUT, IN_T, ACC_T, OUT_T, OPS)                                                            \
+    if (p->in_dtype == IN && p->out_dtype == OUT && (unsigned)p->op < 32 && CS_OPS_HAS(OPS, p->op)) {           \
+        const scan_fn r[] = { sum_##NAME##_rows, prod_##NAME##_rows, max_##NAME##_rows, min_##NAME##_rows,      \
+                              lse_##NAME##_rows };                                                              \
+        const scan_fn c[] = { sum_##NAME##_columns, prod_##NAME##_columns, max_##NAME##_columns,                \
+                              min_##NAME##_columns, lse_##NAME##_columns };                                     \
+        rows = r[p->op];                                                                                        \
+        cols = c[p->op];                                                                                        \
     }
     CS_SCAN_PAIRS(PICK)
 #undef PICK
@@ -262,10 +273,10 @@ cs_status cs_cpu_scan_general(const cs_scan_plan *p)
     const int columns = p->layout == CS_LAYOUT_COLUMNS;
     if (p->explain || p->log) {
         char line[256];
-        snprintf(line, sizeof line, "cpu %s (general walk): %lld lines of %lld%s%s%s%s%s", columns ? "columns" : "rows",
-                 (long long)(p->nouter * p->inner), (long long)p->len, p->mask ? ", masked" : "",
-                 p->reset ? ", segmented" : "", p->indices ? ", indices" : "", p->reverse ? ", reverse" : "",
-                 p->exclusive ? ", exclusive" : "");
+        snprintf(line, sizeof line, "cpu %s (general walk): %lld lines of %lld%s%s%s%s%s%s",
+                 columns ? "columns" : "rows", (long long)(p->nouter * p->inner), (long long)p->len,
+                 p->mask ? ", masked" : "", p->reset ? ", segmented" : "", p->indices ? ", indices" : "",
+                 p->reverse ? ", reverse" : "", p->exclusive ? ", exclusive" : "", p->initial ? ", initial" : "");
         if (p->explain) {
             snprintf(p->explain, p->explain_len, "%s", line);
             return CS_OK;
