@@ -331,12 +331,8 @@ static cs_status plan_scan(cs_scan_plan *p, cs_tensor *out, const cs_tensor *x, 
     return CS_OK;
 }
 
-/* The CUDA kernels do not start lines from initial values yet: refused here rather than left to
- * kernels that would ignore them. Goes when the kernels take them. */
 static cs_status run_plan(const cs_scan_plan *p, cs_device device)
 {
-    if (device == CS_CUDA && p->initial)
-        return cs_fail(CS_ERR_UNSUPPORTED, "initial: not supported on CUDA tensors yet (scan on the CPU)");
     return device == CS_CUDA ? cs_cuda_scan(p) : cs_cpu_scan(p);
 }
 
