@@ -233,14 +233,13 @@ using LineStatus = std::conditional_t<Wire<AccT>::kFits, PackedStatus<AccT>, Fen
 // The block's prefix for `unit` of a strip whose units are `step` ids apart (unit - step is the one
 // before it). Each thread passes N columns (cols[j]; n of them valid) with their unit totals and
 // gets their exclusive prefixes; `owner` threads post the columns' values (one owner per column).
-// A first unit (`first`) posts its inclusive prefix at once. Block-wide: every thread calls it.
+// A first unit (`first`) starts from the prefix it passes in (the identity, or its lines' initial
+// values) and posts its inclusive prefix at once. Block-wide: every thread calls it.
 template <int N, typename Op, typename AccT>
 __device__ __forceinline__ void strip_lookback(const Op &op, const VectorStatus<AccT> &st, int64_t unit, int64_t step,
                                                bool first, bool owner, const int (&cols)[N], int n,
                                                const AccT (&total)[N], AccT (&prefix)[N], int *sh_distance)
 {
-#pragma unroll
-    for (int j = 0; j < N; j++) prefix[j] = op.identity();
     if (!first) {
         if (owner)
 #pragma unroll

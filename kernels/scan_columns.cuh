@@ -48,6 +48,9 @@ struct ColumnsArgs {
     int64_t sr, ir;              // reset: row and column strides
     int64_t sI, iI;              // indices: row and column strides
     OpArgs op;
+    const void *initial;         // NULL, or each column's initial value
+    cs_dtype initial_dtype;
+    int64_t iinit;               // its column stride
 };
 
 // CV: neighbouring columns per lane (2 for 4-byte inputs when aligned), so a warp's row is 256
@@ -86,6 +89,7 @@ struct ColumnUnitScan {
         int64_t chunk, first, xoff, moff, ooff;
         int nrows, c, wr;   // c: first column of this thread within the unit
         int64_t roff, ioff; // flagged scans: reset and indices
+        int64_t col, init;  // the thread's first column in the strip, and its initial value's offset
     };
 
     __device__ __forceinline__ static int unit_width(const ColumnsArgs &a) { return 32 * a.warps_across * CV; }
@@ -105,6 +109,8 @@ struct ColumnUnitScan {
         pl.wr = warp / a.warps_across;
         pl.c = (wc * 32 + lane) * CV;
         const int64_t col = cb * unit_width(a) + pl.c;
+        pl.col = col;
+        pl.init = a.initial ? a.outer.at_initial(rest - pl.chunk * a.nouter) + col * a.iinit : 0;
         const int64_t row0 = pl.chunk * (int64_t)warps_down * a.rows_per_warp + (int64_t)pl.wr * a.rows_per_warp;
         pl.nrows = col < a.inner ? (int)min((int64_t)a.rows_per_warp, max(a.len - row0, (int64_t)0)) : 0;
         pl.first = S::REVERSE ? a.len - 1 - row0 : row0;
@@ -212,6 +218,17 @@ struct ColumnUnitScan {
         }
     }
 
+    // The states this thread's columns start from: their initial values (columns past the strip's
+    // end get the identity), or the identity.
+    __device__ __forceinline__ static void start_states(const ColumnsArgs &a, const Op &op, const Place &pl,
+                                                        AccT (&s)[CV])
+    {
+#pragma unroll
+        for (int j = 0; j < CV; j++)
+            s[j] = a.initial && pl.col + j < a.inner ? S::initial(a.initial, pl.init + j * a.iinit, a.initial_dtype)
+                                                     : op.identity();
+    }
+
     // The unit above has usually finished long before: read its flag and prefix while this unit's
     // loads are still in flight, so the look-back costs no extra round trip.
     struct Above {
@@ -275,7 +292,11 @@ struct ColumnUnitScan {
                 prefix[j] = carry[j];
                 carry[j] = op(carry[j], unit_total[j]);
             }
-        } else if (a.use_lookback) {
+        } else {
+            // a strip's first unit starts from the initial values (as the look-back's first prefix)
+            if (a.initial && pl.chunk == 0) start_states(a, op, pl, prefix);
+        }
+        if (!WALK && a.use_lookback) {
             if (above_ready && pl.chunk > 0) {
                 // the unit above had its prefix posted: post this unit's at once
 #pragma unroll
@@ -298,7 +319,8 @@ struct ColumnUnitScan {
         AccT b[CV];
 #pragma unroll
         for (int j = 0; j < CV; j++) b[j] = op(prefix[j], warp_prefix[j]);
-        const bool line_start = pl.chunk == 0 && pl.wr == 0;
+        // (with initial values the line's first output is its own, not the empty prefix)
+        const bool line_start = pl.chunk == 0 && pl.wr == 0 && !a.initial;
         if constexpr (FLAGGED) {
             store_flagged(a, op, pl, r, b, line_start);
         } else {
@@ -380,8 +402,7 @@ scan_columns_kernel(const ColumnsArgs a, const VectorStatus<typename S::AccT> st
             const typename T::Above none{};
             const int64_t step = a.col_blocks * a.nouter;   // from a unit to the one below it
             for (int64_t s = q.take(slot, parity); s < q.units; s = q.take(slot, parity)) {
-#pragma unroll
-                for (int j = 0; j < CV; j++) carry[j] = op.identity();
+                T::start_states(a, op, T::place(a, s), carry);
                 for (int64_t u = s; u < s + a.chunks * step; u += step) {
                     T::load(a, u, r);
                     T::template scan_and_store<true>(a, st, u, r, sh, none, carry);

@@ -21,6 +21,7 @@
 #include <type_traits>
 #include "half.h"
 #include "internal.h"
+#include "scalar.h"
 #include "tuning.cuh"
 
 namespace cuscan {
@@ -118,6 +119,12 @@ struct ScanSpec {
     // the identity and the masked-out value as input elements (exact in every input type)
     __device__ __forceinline__ static InT in_identity() { return ScanOp<OP_, InT_>::identity(); }
     __device__ __forceinline__ static InT in_zero() { return ScanOp<OP_, InT_>::zero(); }
+    // a line's initial value (cs_scan_args.initial) at element off of base, as the state
+    __device__ __forceinline__ static AccT initial(const void *base, int64_t off, cs_dtype dtype)
+    {
+        if constexpr (std::is_floating_point_v<AccT>) return AccT(cs_initial_double(base, off, dtype));
+        else return AccT(cs_initial_int64(base, off, dtype));
+    }
 };
 
 template <typename T, int N>
@@ -213,7 +220,8 @@ struct FastDiv {
 };
 
 // Per-operand element offsets of line `idx` over the outer dims: x, mask, out (N = 3), and the
-// flagged scans' reset and indices (N = 5), in the order of enum cs_scan_operand.
+// flagged scans' reset and indices and the initial values (N = CS_MAX_OPERANDS), in the order of
+// enum cs_scan_operand.
 template <int N>
 struct LineOffsetsOf {
     int ndim;
@@ -237,7 +245,19 @@ struct LineOffsetsOf {
             oo += i * stride[2][d];
         }
     }
-    // reset and indices (N = 5)
+    // the offset of the line's initial value (N = CS_MAX_OPERANDS)
+    __device__ __forceinline__ int64_t at_initial(int64_t idx) const
+    {
+        static_assert(N == CS_MAX_OPERANDS, "initial strides");
+        int64_t off = 0;
+        for (int d = ndim - 1; d >= 0; d--) {
+            const int64_t i = d == 0 ? idx : idx % shape[d];
+            idx /= shape[d];
+            off += i * stride[CS_OPND_INITIAL][d];
+        }
+        return off;
+    }
+    // reset and indices (N = CS_MAX_OPERANDS)
     __device__ __forceinline__ void at_flags(int64_t idx, int64_t &orst, int64_t &oidx) const
     {
         static_assert(N == CS_MAX_OPERANDS, "reset and indices strides");

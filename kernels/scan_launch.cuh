@@ -62,9 +62,9 @@ struct Report {
     {
         if (!p->explain && !p->log) return false;
         char line[512];
-        snprintf(line, sizeof line, "cuda %s: %s%s%s%s%s; %s -> %s", family, detail, p->mask ? ", masked" : "",
+        snprintf(line, sizeof line, "cuda %s: %s%s%s%s%s%s; %s -> %s", family, detail, p->mask ? ", masked" : "",
                  p->reset ? ", reset" : "", p->reverse ? ", reverse" : "", p->exclusive ? ", exclusive" : "",
-                 cs_dtype_name(p->in_dtype), cs_dtype_name(p->out_dtype));
+                 p->initial ? ", initial" : "", cs_dtype_name(p->in_dtype), cs_dtype_name(p->out_dtype));
         if (p->explain) {
             snprintf(p->explain, p->explain_len, "%s", line);
             return true;
@@ -123,6 +123,9 @@ inline cs_scan_plan as_columns(const cs_scan_plan *p)
         c.inner_stride[o] = 1;
         c.outer.strides[o][0] = p->len * p->flat_inner;
     }
+    // the initial values lie as the lines do (scan.c's flat form): slab o's at o * flat_inner
+    c.scan_stride[CS_OPND_INITIAL] = 0;
+    c.outer.strides[CS_OPND_INITIAL][0] = p->flat_inner;
     return c;
 }
 
@@ -197,11 +200,13 @@ cs_status launch_rows(const cs_scan_plan *p, cudaStream_t stream, Report &rep, c
     // single: a line per tile; whole lines: many long lines, a block walks each (no block waits on
     // another); line pieces: few long lines in big tiles joined by look-back
     enum { SEGMENTED, SINGLE, WHOLE_LINES, PIECES } mode;
-    if (packed && p->len * 2 <= tile && p->nouter / (tile / p->len) >= P::kSegmentedMinTilesPerSm * sms) mode = SEGMENTED;
+    // (segmented tiles hold several lines, which do not start from initial values)
+    if (!p->initial && packed && p->len * 2 <= tile && p->nouter / (tile / p->len) >= P::kSegmentedMinTilesPerSm * sms)
+        mode = SEGMENTED;
     else if (p->len <= tile) mode = SINGLE;
     else if (p->nouter >= P::kWholeLinesMinLinesPerSm * sms) mode = WHOLE_LINES;
     else mode = PIECES;
-    if (mode_is(force_mode, "segmented") && packed && p->len <= tile) mode = SEGMENTED;
+    if (mode_is(force_mode, "segmented") && packed && p->len <= tile && !p->initial) mode = SEGMENTED;
     if (mode_is(force_mode, "single") && p->len <= tile) mode = SINGLE;
     if (mode_is(force_mode, "lines")) mode = WHOLE_LINES;
     if (mode_is(force_mode, "pieces")) mode = PIECES;
@@ -223,6 +228,8 @@ cs_status launch_rows(const cs_scan_plan *p, cudaStream_t stream, Report &rep, c
     a.sr = p->scan_stride[CS_OPND_RESET];
     a.si = p->scan_stride[CS_OPND_INDICES];
     a.op = op_args(p);
+    a.initial = p->initial;
+    a.initial_dtype = p->initial_dtype;
     const int64_t piece = mode == PIECES ? big_tile : mode == WHOLE_LINES ? line_tile : tile;
     a.tiles_per_line = mode == SEGMENTED ? 1 : (p->len + piece - 1) / piece;
     const int64_t units = mode == SEGMENTED ? (p->nouter + a.lines_per_tile - 1) / a.lines_per_tile
@@ -317,6 +324,9 @@ cs_status launch_columns(const cs_scan_plan *p, cudaStream_t stream, Report &rep
     a.sI = p->scan_stride[CS_OPND_INDICES];
     a.iI = p->inner_stride[CS_OPND_INDICES];
     a.op = op_args(p);
+    a.initial = p->initial;
+    a.initial_dtype = p->initial_dtype;
+    a.iinit = p->inner_stride[CS_OPND_INITIAL];
     const int64_t units = a.col_blocks * a.nouter * a.chunks;
     cs_status st = grid_check(units);
     if (st) return st;
@@ -379,6 +389,8 @@ cs_status launch_slabs(const cs_scan_plan *p, cudaStream_t stream, Report &rep, 
     a.reset = p->reset;
     a.indices = p->indices;
     a.op = op_args(p);
+    a.initial = p->initial;
+    a.initial_dtype = p->initial_dtype;
     // tile shape: whole rows of at most kSlabMaxWidth columns (wider rows in column blocks), whole
     // slabs when they fit; short wide slabs take wider column blocks
     const bool pieces_forced = mode_is(force_mode, "walk") || mode_is(force_mode, "lookback");

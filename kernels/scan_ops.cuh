@@ -197,6 +197,15 @@ struct FlaggedSpec {
         if constexpr (INDEXED) return s.v.v;
         else return to_out<OutT>(s.v);
     }
+    // a line's initial value (cs_scan_args.initial) as the state: it starts no segment, so a reset
+    // at the line's first element drops it (cummax / cummin refuse initial values: scan.c)
+    __device__ __forceinline__ static AccT initial(const void *base, int64_t off, cs_dtype dtype)
+    {
+        using B = typename Base::State;
+        if constexpr (INDEXED) return Op().identity();
+        else if constexpr (std::is_floating_point_v<B>) return AccT{ 0, B(cs_initial_double(base, off, dtype)) };
+        else return AccT{ 0, B(cs_initial_int64(base, off, dtype)) };
+    }
     __device__ __forceinline__ static int64_t index(const AccT &s)
     {
         if constexpr (INDEXED) return s.v.i;

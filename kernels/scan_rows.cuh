@@ -73,7 +73,17 @@ struct RowsArgs {
     int64_t *indices;
     int64_t sr, si;         // their strides along the line
     OpArgs op;
+    const void *initial;    // NULL, or each line's initial value (never in segmented mode)
+    cs_dtype initial_dtype;
 };
+
+// The state line `line` starts from: its initial value, or the identity.
+template <class S>
+__device__ __forceinline__ typename S::AccT line_start_state(const RowsArgs &a, int64_t line)
+{
+    if (a.initial) return S::initial(a.initial, a.lines.at_initial(line), a.initial_dtype);
+    return typename S::Op(a.op).identity();
+}
 
 // Inclusive segmented warp scan by shuffles; returns the lane's inclusive pair, *total the warp's.
 template <typename Op, typename T>
@@ -110,7 +120,7 @@ __device__ __forceinline__ T warp_exclusive(Op op, T v, T &total)
 // Where one tile lies: `count` elements from physical position `pbase` of a line at offsets ox/om/oo
 // (and, for flagged scans, orst/oidx of reset and indices).
 struct RowSpan {
-    int64_t ox, om, oo, pbase, piece;
+    int64_t ox, om, oo, pbase, piece, line;
     int count;
     int64_t orst, oidx;
 };
@@ -127,9 +137,11 @@ __device__ __forceinline__ RowSpan row_span(const RowsArgs &a, int64_t unit)
         s.count = (int)(nl * a.len);
         s.pbase = first_line * a.len;
         s.piece = 0;
+        s.line = first_line;
     } else {
         const int64_t line = unit / a.tiles_per_line;
         s.piece = unit - line * a.tiles_per_line;
+        s.line = line;
         a.lines.at(line, s.ox, s.om, s.oo);
         if constexpr (FLAGGED) a.lines.at_flags(line, s.orst, s.oidx);
         const int64_t start = s.piece * SIZE;
@@ -413,15 +425,17 @@ struct RowTileScan {
         else store_chunk<STREAM>(a, sp, k, b, v, line_start);
     }
 
-    // Does chunk k of this lane start its line (for a tile that is not segmented)?
-    __device__ __forceinline__ static bool starts_line(const RowSpan &sp, int k)
+    // Does chunk k of this lane start its line (for a tile that is not segmented), so that an
+    // exclusive scan gives it the empty prefix? Not with initial values: it gets the line's own.
+    __device__ __forceinline__ static bool starts_line(const RowsArgs &a, const RowSpan &sp, int k)
     {
         const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-        return sp.piece == 0 && warp == 0 && k == 0 && lane == 0;
+        return sp.piece == 0 && warp == 0 && k == 0 && lane == 0 && !a.initial;
     }
 
     // Scans tile `unit` and stores it. With `with_carry` (a block walking a whole line) the tile
-    // starts from `carry_in` and the new carry is returned; otherwise it starts a line.
+    // starts from `carry_in` and the new carry is returned; otherwise it starts a line (from its
+    // initial value, when given).
     // Flagged scans fold a segmented tile as one stream: its line starts are segment starts.
     __device__ __forceinline__ static AccT scan_and_store(const RowsArgs &a, int64_t unit, const Regs &r, Shared &sh,
                                                           bool with_carry = false, AccT carry_in = Op().identity())
@@ -488,6 +502,8 @@ struct RowTileScan {
                 for (int w = 1; w < WARPS; w++) tile_total = op(tile_total, sh.warp_total[w]);
                 prefix = carry_in;
                 carry_out = op(carry_in, tile_total);
+            } else if (a.initial) {
+                prefix = line_start_state<S>(a, sp.line);
             }
         }
 
@@ -504,7 +520,7 @@ struct RowTileScan {
                 b = start ? op.identity() : op(op.identity(), within);
             } else {
                 b = op(prefix, op(warp_prefix, lane_prefix[k]));
-                start = starts_line(sp, k);
+                start = starts_line(a, sp, k);
             }
             store_any(a, sp, k, b, r.v[k], r.fl[k], start);
         }
@@ -595,7 +611,9 @@ scan_line_pieces_kernel(const RowsArgs a, const LineStatus<typename S::AccT> st,
             for (int w = 1; w < WARPS; w++) tile_total = op(tile_total, sh.warp_total[w]);
             AccT p = op.identity();
             if (sp.piece == 0) {
-                if (lane == 0) st.post(unit, kInclusive, tile_total);
+                // the line's first tile folds its initial value in as its exclusive prefix
+                if (a.initial) p = line_start_state<S>(a, sp.line);
+                if (lane == 0) st.post(unit, kInclusive, a.initial ? op(p, tile_total) : tile_total);
             } else {
                 if (lane == 0) st.post(unit, kAggregate, tile_total);
                 p = lookback_line(op, st, unit, unit - sp.piece, sh.window);
@@ -612,7 +630,7 @@ scan_line_pieces_kernel(const RowsArgs a, const LineStatus<typename S::AccT> st,
         auto scan_chunk = [&](int k, const InT (&v)[VEC], unsigned fl) {
             AccT chunk_total;
             const AccT ex = warp_exclusive(op, T::lane_total(op, a, sp, k, v, fl), chunk_total);
-            T::template store_any<true>(a, sp, k, op(carry, ex), v, fl, T::starts_line(sp, k));
+            T::template store_any<true>(a, sp, k, op(carry, ex), v, fl, T::starts_line(a, sp, k));
             carry = op(carry, chunk_total);
         };
 #pragma unroll
@@ -635,7 +653,7 @@ __device__ __forceinline__ void scan_whole_lines(const RowsArgs &a)
     const int64_t first = (int64_t)blockIdx.x * a.tiles_per_line;
     const int64_t end = first + a.tiles_per_line;
     typename T::Regs ra, rb;
-    AccT carry = typename S::Op(a.op).identity();
+    AccT carry = line_start_state<S>(a, blockIdx.x);
     T::load(a, first, ra);
     for (int64_t u = first; u < end; u += 2) {
         if (u + 1 < end) T::load(a, u + 1, rb);

@@ -50,6 +50,8 @@ struct SlabArgs {
     const unsigned char *reset;
     int64_t *indices;
     OpArgs op;
+    const void *initial;      // NULL, or each line's initial value, line (slab o, column i) at o * inner + i
+    cs_dtype initial_dtype;
 };
 
 // Where one tile lies: rows [row0, row0 + nrows) of the stream (global row = slab * len + row) and
@@ -313,8 +315,15 @@ struct SlabScan {
                        S::INDEXED ? index_in_slab(a, t, g, i, slab_row) : 0);
     }
 
+    // The initial value of the line whose head is the segment's element i (a.initial set).
+    __device__ __forceinline__ static AccT head_initial(const SlabArgs &a, const SlabTile &t, const Segment &g, int i)
+    {
+        const int64_t row = t.row0 + (S::REVERSE ? g.r0 - i : g.r0 + i);
+        return S::initial(a.initial, row / a.len * a.inner + t.col0 + g.c, a.initial_dtype);
+    }
+
     // Pass 1: read the segment (into registers with HOLD), and its (head seen, fold since the last
-    // head).
+    // head); a head starts from its line's initial value, when given.
     template <bool HOLD = true>
     __device__ __forceinline__ static SegPair<AccT> segment_fold(const SlabArgs &a, const SlabTile &t, const Shared &sh,
                                                                  Segment &g)
@@ -331,7 +340,7 @@ struct SlabScan {
                 AccT v;
                 if constexpr (FLAGGED) v = elem_flagged(op, a, t, sh, g, i, e, slab_row);
                 else v = to_acc<AccT>(e);
-                if (slab_row == 0) acc = SegPair<AccT>{ 1, v };
+                if (slab_row == 0) acc = SegPair<AccT>{ 1, a.initial ? op(head_initial(a, t, g, i), v) : v };
                 else acc.v = op(acc.v, v);
                 slab_row = next_slab_row(a, slab_row);
             }
@@ -357,9 +366,10 @@ struct SlabScan {
                 {
                     const AccT v = to_acc<AccT>(HOLD ? g.v[i] : sh.stage[g.idx0 + i * g.step]);
                     const bool head = slab_row == 0;
-                    const AccT before = acc;
-                    acc = head ? v : op(acc, v);
-                    sh.stage[g.idx0 + i * g.step] = to_out<OutT>(a.exclusive ? (head ? Op::zero() : before) : acc);
+                    AccT before = acc;
+                    if (head) before = a.initial ? head_initial(a, t, g, i) : Op::zero();
+                    acc = head && !a.initial ? v : op(before, v);
+                    sh.stage[g.idx0 + i * g.step] = to_out<OutT>(a.exclusive ? before : acc);
                     slab_row = next_slab_row(a, slab_row);
                 }
             }
@@ -381,9 +391,10 @@ struct SlabScan {
                 const int e = g.idx0 + i * g.step;
                 const AccT v = elem_flagged(op, a, t, sh, g, i, HOLD ? g.v[i] : sh.stage[e], slab_row);
                 const bool head = slab_row == 0;
-                const AccT before = acc;
-                acc = head ? v : op(acc, v);
-                const AccT o = a.exclusive ? (head || v.f ? op.empty() : before) : acc;
+                AccT before = acc;
+                if (head && a.initial) before = head_initial(a, t, g, i);
+                acc = head && !a.initial ? v : op(before, v);
+                const AccT o = a.exclusive ? ((head && !a.initial) || v.f ? op.empty() : before) : acc;
                 sh.stage[e] = S::out(o);
                 if constexpr (S::INDEXED) {
                     if (a.indices) {
@@ -597,6 +608,7 @@ scan_slabs_kernel(const SlabArgs a, const VectorStatus<typename S::AccT> st, con
         __syncthreads();
         scan_staged_tile<S>(a, t, sh, [&](const SlabTile &tt, const SlabItems &it, const AccT (&total)[2],
                                           AccT (&carry)[2]) {
+            carry[0] = carry[1] = op.identity();   // a strip's first piece starts from nothing
             strip_lookback<2>(op, st, unit, a.strips, tt.piece == 0, it.owner, it.cols, it.n, total, carry,
                               &sh.distance);
         });

@@ -228,3 +228,95 @@ describe("initial values across devices #cuda", function()
     H.raises(function() x:cumsum(2, { initial = cs.zeros({ 3 }) }) end, { "cumsum: initial: expected a tensor on x's device" })
   end)
 end)
+
+-- {outer, len, inner} shapes scanned along dim 2 that reach each family and mode when forced (as in
+-- more_scans_cuda_spec.lua), and the plan that runs them with initial values: the rows family's
+-- segmented mode (tiles of several lines) does not take them, its single mode runs instead.
+local CUDA_SHAPES = {
+  ["rows/single"] = { { 61, 1000, 1 }, { 5, 24, 1 } },
+  ["rows/lines"] = { { 33, 17001, 1 }, { 8, 4099, 1 } },
+  ["rows/pieces"] = { { 3, 30011, 1 }, { 1, 65537, 1 } },
+  ["rows/segmented"] = { { 999, 4, 1 }, { 257, 20, 1 } },
+  ["columns/lookback"] = { { 5, 333, 65 }, { 3, 1200, 1031 } },
+  ["columns/walk"] = { { 5, 333, 65 } },
+  ["slabs/whole"] = { { 9, 5, 3 }, { 32, 701, 1 } },
+  ["slabs/walk"] = { { 2, 4001, 5 } },
+  ["slabs/lookback"] = { { 2, 7001, 3 } },
+}
+local RUNS_AS = { ["rows/segmented"] = "rows/single", ["rows/single"] = "rows/single", ["rows/lines"] = "rows/lines",
+                  ["rows/pieces"] = "rows/pieces", ["slabs/whole"] = "slabs/whole", ["slabs/walk"] = "slabs/walk",
+                  ["slabs/lookback"] = "slabs/lookback", ["columns/lookback"] = "columns/", ["columns/walk"] = "columns/" }
+local CUDA_ORDER = { "rows/single", "rows/lines", "rows/pieces", "rows/segmented", "columns/lookback", "columns/walk",
+                     "slabs/whole", "slabs/walk", "slabs/lookback" }
+-- {op, x dtype, output dtype, initial dtype, reset}: cumsum and cumprod plain (ScanSpec) and
+-- segmented, logcumsumexp (both FlaggedSpec)
+local CUDA_CASES = {
+  { "cumsum", "float32", "float32", "float64" }, { "cumsum", "int32", "int64", "int64" },
+  { "cumprod", "float64", "float64", "float32" }, { "cumsum", "int64", "int64", "int32", true },
+  { "cumprod", "float32", "float64", "float64", true }, { "logcumsumexp", "float32", "float32", "float64" },
+  { "logcumsumexp", "float64", "float64", "float64", true },
+}
+
+describe("initial values in every CUDA kernel family and mode #cuda", function()
+  local it = H.cuda_it()
+  after_each(function() if cs.cuda_available() then cs.force_family(nil) end end)
+
+  for _, family in ipairs(CUDA_ORDER) do
+    it(family .. ": forced, scans from initial values agree with the CPU's", function()
+      cs.force_family(family)
+      local rng = H.rng(H.seed_for("initial cuda " .. family))
+      for _, shape in ipairs(CUDA_SHAPES[family]) do
+        for _, c in ipairs(CUDA_CASES) do
+          local op, dtype, odt, idt, segmented = c[1], c[2], c[3], c[4], c[5]
+          local seed = rng:int(1, 1e9)
+          -- (masked column scans never walk)
+          local reverse, exclusive, masked = rng:bool(), rng:bool(0.4), rng:bool(0.3) and family ~= "columns/walk"
+          H.replay(seed, ("%s %s %s %s->%s from %s%s%s%s%s"):format(family, table.concat(shape, "x"), op, dtype, odt,
+            idt, reverse and " reverse" or "", exclusive and " exclusive" or "", masked and " masked" or "",
+            segmented and " reset" or ""), function()
+            local u = cs.rand(shape, { seed = seed, dtype = "float64", device = "cpu" })
+            local x
+            if op == "cumprod" then x = (u * 0.02 + 0.99):to(dtype)
+            elseif H.is_int_dtype[dtype] then x = (u * 2000 - 1000):to(dtype)
+            else x = (u * 2 - 1):to(dtype) end
+            local init = (cs.rand({ shape[1], 1, shape[3] }, { seed = seed + 3, dtype = "float64", device = "cpu" }) * 100 - 50)
+            init = op == "cumprod" and (init / 50):to(idt) or init:to(idt)
+            local m = masked and cs.rand(shape, { seed = seed + 1, device = "cpu" }):lt(0.7) or nil
+            local r = segmented and cs.rand(shape, { seed = seed + 2, device = "cpu" }):lt(0.01) or nil
+            local want = x[op](x, 2, { dtype = odt, reverse = reverse, exclusive = exclusive, mask = m, reset = r,
+                                       initial = init })
+            local o = { dtype = odt, reverse = reverse, exclusive = exclusive, mask = m and m:cuda(),
+                        reset = r and r:cuda(), initial = init:cuda() }
+            local xd = x:cuda()
+            local plan = cs.explain(xd, 2, { op = op, dtype = odt, reverse = reverse, exclusive = exclusive,
+                                             mask = o.mask, reset = o.reset, initial = o.initial })
+            local runs = RUNS_AS[family]
+            assert.equal("cuda " .. runs, plan:sub(1, #runs + 5), plan)
+            assert.truthy(plan:find(", initial", 1, true), plan)
+            o.out = cs.full(shape, H.poison(odt), { dtype = odt, device = "cuda" })
+            local got = xd[op](xd, 2, o)
+            if H.is_int_dtype[odt] then assert.tensor_equal(want, got)
+            elseif odt == "float32" then assert.tensor_near(want, got, 2 ^ -22, 1e-12 * shape[2])
+            else assert.tensor_near(want, got, H.tol(odt, op == "cumprod" and "prod" or "sum", shape[2])) end
+          end)
+        end
+      end
+    end)
+  end
+
+  it("initial values in layouts of their own: transposed x, initial and out, every flag", function()
+    local rng = H.rng(H.seed_for("initial cuda layouts"))
+    for n = 1, 20 do
+      local seed = rng:int(1, 1e9)
+      local dim, reverse, exclusive = rng:int(1, 2), rng:bool(), rng:bool()
+      H.replay(seed, ("dim %d%s%s"):format(dim, reverse and " reverse" or "", exclusive and " exclusive" or ""), function()
+        local x = cs.rand({ 301, 37 }, { seed = seed, device = "cpu" }):transpose(1, 2)
+        local init = cs.rand(dim == 1 and { 301 } or { 37 }, { seed = seed + 1, dtype = "float64", device = "cpu" })
+        local want = x:cumsum(dim, { reverse = reverse, exclusive = exclusive, initial = init })
+        local out = cs.full({ 301, 37 }, 0 / 0, { device = "cuda" }):transpose(1, 2)
+        local got = x:cuda():cumsum(dim, { reverse = reverse, exclusive = exclusive, initial = init:cuda(), out = out })
+        assert.tensor_near(want, got, 2 ^ -22, 1e-9)
+      end)
+    end
+  end)
+end)

@@ -309,7 +309,8 @@ typedef struct cs_scan_args {
  *           line's first segment only: every true reset, the first element's included, restarts
  *           from the identity, so that a line scanned in two pieces, the second from the first's
  *           last output, gives the whole line's scan. initial may share memory with x but must
- *           not overlap out.
+ *           not overlap out. On CUDA every kernel family takes it but for the rows family's
+ *           segmented mode (rows/single runs instead).
  * out may be x itself; reset, mask and initial must not overlap out. Deterministic as cs_scan. */
 cs_status cs_scan_with(cs_tensor *out, const cs_tensor *x, int dim, cs_scan_op op, const cs_scan_args *args);
 

@@ -332,13 +332,9 @@ static cs_status plan_scan(cs_scan_plan *p, cs_tensor *out, const cs_tensor *x, 
     return CS_OK;
 }
 
-/* The CUDA kernels do not start lines from initial values yet: refused here rather than left to
- * kernels that would ignore them. Goes when the kernels take them. */
 static cs_status run_plan(const cs_scan_plan *p, const cs_tensor *x)
 {
     if (x->device != CS_CUDA) return cs_cpu_scan(p);
-    if (p->initial)
-        return cs_fail(CS_ERR_UNSUPPORTED, "initial: not supported on CUDA tensors yet (scan on the CPU)");
     int prev; /* on x's GPU, with its stream and scratch */
     cs_status st = cs_gpu_enter(x->device_index, &prev);
     if (st) return st;
