@@ -33,43 +33,14 @@ local function logaddexp(a, b)
 end
 
 local FOLD = { [SUM] = M.add, [PROD] = M.mul, [LSE] = logaddexp }
-local IN_PLACE = { [SUM] = tonumber(C.CS_ADD), [PROD] = tonumber(C.CS_MUL) }
-
--- Whether the scans of a device take opts.initial (the carry-in), asked once per device on a line of
--- one. Where they do not yet, the carry is folded into the scanned shard afterwards.
-local takes_initial = {}
-local function initial_supported(part)
-  local dev = part.device
-  if takes_initial[dev] == nil then
-    local h = core.check_tensor(part, "cumsum", "x")
-    local x, c = core.empty({ 1 }, F64, core.device_of(h), "cumsum"), core.empty({ 1 }, F64, core.device_of(h), "cumsum")
-    M.fill(x, 0)
-    M.fill(c, 0)
-    takes_initial[dev] = pcall(scan.scan, SUM, x, 1, { initial = c })
-  end
-  return takes_initial[dev]
-end
 
 -- The scan of part along d starting from carry (x's line shape without d); nil carry: from nothing.
+-- The carry enters the scan as its initial value: no pass over the output afterwards.
 local function carried_scan(op, part, d, carry, o, fname)
   if carry == nil then return scan.scan(op, part, d, o, fname) end
-  if initial_supported(part) then
-    o.initial = carry
-    local out = scan.scan(op, part, d, o, fname)
-    o.initial = nil
-    return out
-  end
+  o.initial = carry
   local out = scan.scan(op, part, d, o, fname)
-  if M.numel(out) == 0 then return out end
-  local bop = IN_PLACE[op]
-  if bop then
-    -- in place, in out's dtype: no temporary the size of the shard
-    local oh = core.check_tensor(out, fname, "out")
-    local c = M.expand(M.unsqueeze(carry, d), M.shape(out))
-    core.call(fname, C.cs_binary, oh, oh, core.check_tensor(c, fname, "carry"), bop)
-  else
-    M.copy(out, FOLD[op](out, M.unsqueeze(carry, d)))
-  end
+  o.initial = nil
   return out
 end
 
