@@ -135,7 +135,7 @@ describe("two GPUs #cuda #multigpu", function()
   it2("x:to and x:copy between GPUs both ways keep every value (contiguous, strided, converted)", function()
     H.with_rng("to across GPUs", function(rng)
       local vals = random_values(rng, 6 * 50)
-      local src = cs.tensor(vals, { device = "cpu" }):view(6, 50)
+      local src = cs.tensor(vals, { device = "cpu" }):reshape({ 6, 50 })
       for _, pair in ipairs({ { 0, 1 }, { 1, 0 } }) do
         local from, to = "cuda:" .. pair[1], "cuda:" .. pair[2]
         local x = src:to(from)

@@ -121,7 +121,7 @@ H.each_device("data_ptr and to_dlpack", function(dev, it)
       assert.equal(x:data_ptr(), t.data)
       assert.equal(0, tonumber(t.byte_offset))
       assert.equal(dev == "cuda" and 2 or 1, tonumber(t.device.device_type))
-      assert.equal(0, t.device.device_id)
+      assert.equal(x.device_index or 0, t.device.device_id)
       assert.equal(3, t.ndim)
       for d = 1, 3 do
         assert.equal(x:size(d), tonumber(t.shape[d - 1]))

@@ -191,7 +191,7 @@ H.each_device("float16 and bfloat16 tensors", function(dev, it)
 
     it(dtype .. ": prints its values and dtype", function()
       local s = tostring(cs.tensor({ 1, 2.5, -0.0, 1 / 3 }, o))
-      assert.matches("[cuscan " .. dtype .. " tensor 4, " .. dev .. "]", s, 1, true)
+      assert.matches("[cuscan " .. dtype .. " tensor 4, " .. H.printed_device(dev) .. "]", s, 1, true)
       assert.matches("2.5000", s, 1, true)
       assert.matches("-0.0000", s, 1, true)
       assert.matches(("%.4f"):format(r(1 / 3)), s, 1, true)

@@ -786,6 +786,13 @@ function H.default_device_each(device, env)
   end)
 end
 
+-- The device as printed after a tensor's values: "cpu", or "cuda:N" with the GPU's index (the
+-- default GPU's for "cuda").
+function H.printed_device(dev)
+  if dev == "cuda" then return "cuda:" .. cs.default_gpu() end
+  return dev
+end
+
 -- describe(name .. " on <device>") for each device, handing the body the device and an `it` to
 -- use: on a machine without CUDA, the CUDA `it`s become pending tests that give the reason.
 -- CUDA describes carry the #cuda tag, those on a second GPU #multigpu as well.

@@ -225,7 +225,7 @@ describe("initial values across devices #cuda", function()
   local it = H.cuda_it()
   it("a CPU initial for a CUDA scan is refused", function()
     local x = cs.rand({ 3, 4 }, { device = "cuda" })
-    H.raises(function() x:cumsum(2, { initial = cs.zeros({ 3 }) }) end, { "cumsum: initial: expected a tensor on x's device" })
+    H.raises(function() x:cumsum(2, { initial = cs.zeros({ 3 }, { device = "cpu" }) }) end, { "cumsum: initial: expected a tensor on x's device" })
   end)
 end)
 

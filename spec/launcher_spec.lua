@@ -3,11 +3,12 @@
 -- directories. (spec/repl_spec.lua has completion, exit and quit, ?name, in a terminal through tmux.)
 -- Everything runs the launcher in a child process and looks at what it prints.
 local cs = require("cuscan")
+local H = require("spec.helpers")
 
 local shell = require("spec.support.shell")
 local root, q, tmpdir = shell.root, shell.q, shell.tmpdir
 local CUSCAN = shell.cuscan
-local DEV = cs.default_device()
+local DEV = H.printed_device(cs.default_device())
 
 local function slurp(path) return shell.slurp(path) or "" end
 

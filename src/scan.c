@@ -61,7 +61,7 @@ static cs_status initial_operand(cs_tensor *view, const cs_tensor *init, const c
     if (op == CS_SCAN_MAX || op == CS_SCAN_MIN)
         return cs_fail(CS_ERR_ARGUMENT, "initial: not supported for cummax / cummin (they have no index to give a "
                        "carried value)");
-    if (init->device != x->device) return cs_fail(CS_ERR_ARGUMENT, "initial: expected a tensor on x's device");
+    if ((st = cs_check_same_device(init, "initial", x, "x"))) return st;
     int takes = 0;
     for (int d = 0; d < CS_NUM_DTYPES; d++) takes |= cs_scan_supported(op, init->dtype, (cs_dtype)d);
     if (!takes)

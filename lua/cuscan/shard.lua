@@ -196,7 +196,8 @@ function SM.shard_sizes(x) return copy(check_sharded(x, "shard_sizes", "x").size
 function SM.gather(x, device)
   local s = check_sharded(x, "gather", "x")
   local dev = device == nil and "cpu" or check_device(device, "gather", "device")
-  local whole = s.group:gather_parts(s.parts, s.dim, s.sizes, s.first)
+  -- joined on dev: parts on several GPUs meet there, not on the first part's GPU
+  local whole = s.group:gather_parts(s.parts, s.dim, s.sizes, s.first, dev)
   return M.to(whole, { device = dev })
 end
 
