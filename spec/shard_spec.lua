@@ -63,6 +63,17 @@ describe("cs.shard_sizes and cs.shard", function()
     end)
   end)
 
+  it("gives its shards' memory back in the first collection after it is dropped", function()
+    local x = cs.rand({ 500, 300 }, { devices = cpus(2), shard_dim = 1, seed = 3 })
+    collectgarbage("collect")
+    local base = cs.memory_info("cpu").in_use
+    local y = x:cumsum(2)
+    assert.equal(base + 500 * 300 * 4, cs.memory_info("cpu").in_use)
+    y = nil
+    collectgarbage("collect")
+    assert.equal(base, cs.memory_info("cpu").in_use)
+  end)
+
   it("prints the values, that it is sharded and over which devices", function()
     local s = cs.shard(cs.tensor({ { 1, 2 }, { 3, 4 }, { 5, 6 } }), 1, { "cpu", "cpu" })
     local text = tostring(s)

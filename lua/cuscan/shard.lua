@@ -17,8 +17,14 @@ local shard = {}
 
 -- The proxies of sharded tensors -> their state: { parts = {plain tensors held here}, first = shard
 -- index of parts[1], sizes = every shard's size along dim, devices, dim (1-based), shape, dtype,
--- group }. Fields cannot be written from Lua: the proxy is an empty table whose metatable refuses it.
-local state = setmetatable({}, { __mode = "k" })
+-- group }. Fields cannot be written from Lua: the proxy's metatable refuses it. The state is kept in
+-- the proxy under a private key rather than in a weak-keyed table: LuaJIT has no ephemerons, so a
+-- weak table would keep a dead proxy's shards (device memory) alive until the collection after.
+local STATE = {}
+local state = setmetatable({}, {
+  __index = function(_, x) return type(x) == "table" and rawget(x, STATE) or nil end,
+  __newindex = function(_, x, s) rawset(x, STATE, s) end,
+})
 local SM = {}       -- methods
 local mt = {}
 
