@@ -118,27 +118,21 @@ function cs.tensor(value, opts)
   return data.from_table(value, dtype, dev, "tensor")
 end
 
-function cs.zeros(shape, opts)
-  if sharded(opts) then
-    core.check_opts(opts, CTOR_OPTS, "zeros")
-    return make_sharded(shape, opts, "zeros", function(sub, o) return cs.zeros(sub, o) end)
+-- cs.zeros / cs.ones: a new tensor of one integer value, on one device or on shards
+local function filled(name, value)
+  return function(shape, opts)
+    if sharded(opts) then
+      core.check_opts(opts, CTOR_OPTS, name)
+      return make_sharded(shape, opts, name, function(sub, o) return cs[name](sub, o) end)
+    end
+    local dtype, dev = ctor_opts(opts, CTOR_OPTS, name)
+    local t = new_tensor(shape, dtype or F32, dev, name)
+    core.call(name, C.cs_fill_int64, core.check_tensor(t, name, "x"), value)
+    return t
   end
-  local dtype, dev = ctor_opts(opts, CTOR_OPTS, "zeros")
-  local t = new_tensor(shape, dtype or F32, dev, "zeros")
-  core.call("zeros", C.cs_fill_int64, core.check_tensor(t, "zeros", "x"), 0)
-  return t
 end
-
-function cs.ones(shape, opts)
-  if sharded(opts) then
-    core.check_opts(opts, CTOR_OPTS, "ones")
-    return make_sharded(shape, opts, "ones", function(sub, o) return cs.ones(sub, o) end)
-  end
-  local dtype, dev = ctor_opts(opts, CTOR_OPTS, "ones")
-  local t = new_tensor(shape, dtype or F32, dev, "ones")
-  core.call("ones", C.cs_fill_int64, core.check_tensor(t, "ones", "x"), 1)
-  return t
-end
+cs.zeros = filled("zeros", 0)
+cs.ones = filled("ones", 1)
 
 -- cs.empty(shape[, opts]): a new tensor whose elements are not set (whatever the memory held).
 function cs.empty(shape, opts)
