@@ -279,7 +279,7 @@ describe("timeit", function()
     for l in out:gmatch("[^\n]+") do lines[#lines + 1] = l end
     assert.equal(2, #lines, out)
     assert.matches("^timeit: median [%d.e+-]+ ms, min [%d.e+-]+ ms, max [%d.e+-]+ ms over %d+ runs %(", lines[1])
-    assert.equal("7\ttrue\ttrue\t" .. DEV, lines[2])
+    assert.equal("7\ttrue\ttrue\t" .. cs.default_device(), lines[2])
     assert.matches("timeit: fn: expected a function", err, 1, true)
   end)
 end)
