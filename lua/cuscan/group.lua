@@ -79,11 +79,16 @@ function Local:all_gather(sends)
 end
 
 function Local:gather_parts(parts, dim, _, _, device)
-  local list = {}
+  local list, moved = {}, false
   for _, p in ipairs(parts) do
-    if M.size(p, dim) > 0 or #list == 0 then list[#list + 1] = M.to(p, { device = device }) end
+    if M.size(p, dim) > 0 or #list == 0 then
+      local q = M.to(p, { device = device })
+      list[#list + 1] = q
+      moved = moved or q ~= p
+    end
   end
-  if #list == 1 then return M.clone(list[1]) end
+  -- one shard: the copy to device is already a tensor of its own
+  if #list == 1 then return moved and list[1] or M.clone(list[1]) end
   return require("cuscan.ops").cat(list, dim)
 end
 
