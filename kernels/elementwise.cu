@@ -168,6 +168,34 @@ __global__ void __launch_bounds__(kThreads) reduce_pieces_kernel(const ReduceArg
     else static_cast<T *>(a.partial)[line * a.pieces + piece] = total;
 }
 
+// Lines side by side (the reduced dim is not the contiguous one, e.g. a sum over rows): a thread
+// folds one piece of one line, neighbouring threads neighbouring lines, so a warp's loads of one
+// row are one coalesced access; a block per line would read one element per 32-byte sector.
+constexpr int kReduceUnroll = 8;
+template <typename T>
+__global__ void __launch_bounds__(kThreads) reduce_across_kernel(const ReduceArgs a, int64_t piece_len)
+{
+    const int64_t line = (int64_t)blockIdx.x * kThreads + threadIdx.x;
+    if (line >= a.p.nouter) return;
+    Cursor c;
+    c.seek(a.w, line);
+    const int64_t piece = blockIdx.y, begin = piece * piece_len, end = min(a.p.len, begin + piece_len);
+    const int op = a.p.op;
+    const bool sum = op == CS_REDUCE_SUM || op == CS_REDUCE_MEAN;
+    T acc = sum ? T(0) : reduce_load<T>(a.p, c.off[0] + begin * a.p.stride);
+    int64_t i = begin;
+    for (; i + kReduceUnroll <= end; i += kReduceUnroll) {
+        T v[kReduceUnroll];   // loads first, so that they are in flight together
+#pragma unroll
+        for (int k = 0; k < kReduceUnroll; k++) v[k] = reduce_load<T>(a.p, c.off[0] + (i + k) * a.p.stride);
+#pragma unroll
+        for (int k = 0; k < kReduceUnroll; k++) acc = reduce_combine<T>(op, acc, v[k]);
+    }
+    for (; i < end; i++) acc = reduce_combine<T>(op, acc, reduce_load<T>(a.p, c.off[0] + i * a.p.stride));
+    if (a.pieces == 1) reduce_store<T>(a.p, c.off[1], acc);
+    else static_cast<T *>(a.partial)[line * a.pieces + piece] = acc;
+}
+
 template <typename T>
 __global__ void reduce_lines_kernel(const ReduceArgs a)
 {
@@ -189,6 +217,18 @@ cs_status reduce_with(const cs_reduce_plan *p, cudaStream_t s)
     a.w = walker_of(p->outer);
     a.pieces = p->len == 0 ? 1 : (p->len + kReducePiece - 1) / kReducePiece;
     a.partial = nullptr;
+    // lines side by side in memory: a thread a line (a piece of one), pieces enough to fill the GPU
+    const bool across = p->len > 0 && p->stride != 1 && p->nouter >= 32 && p->outer.ndim > 0 &&
+                        llabs(p->outer.strides[0][p->outer.ndim - 1]) == 1;
+    int64_t piece_len = p->len;
+    if (across) {
+        const int64_t want = ((int64_t)cs_cuda_multiprocessors() * 2048 + p->nouter - 1) / p->nouter;
+        int64_t pieces = want < 1 ? 1 : want;
+        if (pieces > (p->len + 63) / 64) pieces = (p->len + 63) / 64;
+        if (pieces > 65535) pieces = 65535;
+        piece_len = (p->len + pieces - 1) / pieces;
+        a.pieces = (p->len + piece_len - 1) / piece_len;
+    }
     if (p->len == 0) {
         // empty sums and means: one thread per line writes 0 (or NaN for the mean)
         a.pieces = 1;
@@ -197,9 +237,13 @@ cs_status reduce_with(const cs_reduce_plan *p, cudaStream_t s)
         cs_status st = cs_cuda_temp(&a.partial, (size_t)(a.pieces * p->nouter) * sizeof(T));
         if (st) return st;
     }
-    const int64_t blocks = p->nouter * a.pieces;
-    if (blocks > 0x7fffffff) return cs_fail(CS_ERR_UNSUPPORTED, "reduction too large");
-    reduce_pieces_kernel<T><<<(unsigned)blocks, kThreads, 0, s>>>(a);
+    const int64_t blocks = across ? (p->nouter + kThreads - 1) / kThreads : p->nouter * a.pieces;
+    if (blocks > 0x7fffffff) {
+        cs_cuda_temp_free(a.partial);
+        return cs_fail(CS_ERR_UNSUPPORTED, "reduction too large");
+    }
+    if (across) reduce_across_kernel<T><<<dim3((unsigned)blocks, (unsigned)a.pieces), kThreads, 0, s>>>(a, piece_len);
+    else reduce_pieces_kernel<T><<<(unsigned)blocks, kThreads, 0, s>>>(a);
     cs_status st = cs_cuda_check(cudaGetLastError(), "reduce kernel launch");
     if (!st && a.pieces > 1) {
         reduce_lines_kernel<T><<<(unsigned)((p->nouter + kThreads - 1) / kThreads), kThreads, 0, s>>>(a);

@@ -456,7 +456,7 @@ cs_status launch_slabs(const cs_scan_plan *p, cudaStream_t stream, Report &rep, 
     static const char *mode_names[] = { "whole", "walk", "lookback" };
     snprintf(rep.family, sizeof rep.family, "slabs/%s", mode_names[a.mode]);
     static int resident;
-    const unsigned grid = a.mode == kSlabWalk ? persistent_grid(scan_slabs_kernel<S, kSlabWalk>, T::THREADS, units, &resident)
+    const unsigned grid = a.mode == kSlabWalk ? persistent_grid(scan_slabs_kernel<S, kSlabWalk, false>, T::THREADS, units, &resident)
                                               : (unsigned)units;
     snprintf(rep.detail, sizeof rep.detail,
              "outer %lld, len %lld, inner %lld; tile %d rows x %d columns, %d segments of %d rows, %lld %s, grid %u%s",
@@ -467,11 +467,16 @@ cs_status launch_slabs(const cs_scan_plan *p, cudaStream_t stream, Report &rep, 
     if (st) return st;
     LaunchScratch<typename S::AccT> sc{};
     if ((st = launch_scratch(&sc, units, false, a.mode == kSlabLookback ? a.width : 0))) return st;
-    switch (a.mode) {
-    case kSlabWhole: scan_slabs_kernel<S, kSlabWhole><<<grid, T::THREADS, 0, stream>>>(a, sc.vector, sc.queue); break;
-    case kSlabWalk: scan_slabs_kernel<S, kSlabWalk><<<grid, T::THREADS, 0, stream>>>(a, sc.vector, sc.queue); break;
-    default: scan_slabs_kernel<S, kSlabLookback><<<grid, T::THREADS, 0, stream>>>(a, sc.vector, sc.queue); break;
-    }
+    // cummax and cummin take no initial values (scan.c refuses them)
+    with_bool(a.initial != nullptr && !S::INDEXED, [&](auto init) {
+        constexpr bool I = decltype(init)::value && !S::INDEXED;
+        switch (a.mode) {
+        case kSlabWhole: scan_slabs_kernel<S, kSlabWhole, I><<<grid, T::THREADS, 0, stream>>>(a, sc.vector, sc.queue); break;
+        case kSlabWalk: scan_slabs_kernel<S, kSlabWalk, I><<<grid, T::THREADS, 0, stream>>>(a, sc.vector, sc.queue); break;
+        default: scan_slabs_kernel<S, kSlabLookback, I><<<grid, T::THREADS, 0, stream>>>(a, sc.vector, sc.queue); break;
+        }
+        return CS_OK;
+    });
     return cs_cuda_check(cudaGetLastError(), "scan kernel launch");
 }
 

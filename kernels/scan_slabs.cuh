@@ -76,10 +76,15 @@ struct SlabScan {
     // flagged scans' larger states need shared memory)
     static constexpr int TILE_BYTES = FLAGGED ? P::kSlabStageBytesFlagged
                                     : P::kSlabStageBytes / (S::MASKED && sizeof(OutT) > 4 ? P::kSlabMaskedDivisor : 1);
-    static constexpr int TILE = TILE_BYTES / (int)sizeof(OutT) < P::kSlabTileElements ? TILE_BYTES / (int)sizeof(OutT)
-                                                                                       : P::kSlabTileElements;
+    static constexpr bool TILE4 = !FLAGGED && !S::MASKED && sizeof(OutT) == 4;   // the larger tiles (tuning.cuh)
+    static constexpr int TILE_MAX = TILE4 ? P::kSlabTileElements4 : P::kSlabTileElements;
+    static constexpr int TILE = TILE_BYTES / (int)sizeof(OutT) < TILE_MAX ? TILE_BYTES / (int)sizeof(OutT) : TILE_MAX;
+    static constexpr int BLOCKS_PER_SM = FLAGGED ? P::kSlabBlocksPerSmFlagged
+                                       : sizeof(OutT) > 4 ? P::kSlabBlocksPerSmWide
+                                       : TILE4 ? P::kSlabBlocksPerSm4 : P::kSlabBlocksPerSm;
     static constexpr int VIN = 16 / (int)sizeof(InT), VOUT = 16 / (int)sizeof(OutT);
-    static constexpr int SR_MAX = FLAGGED ? P::kSlabSegRowsMaxFlagged : P::kSlabSegRowsMax;   // rows a thread holds
+    static constexpr int SR_MAX = FLAGGED ? P::kSlabSegRowsMaxFlagged
+                                : TILE4 ? P::kSlabSegRowsMax4 : P::kSlabSegRowsMax;   // rows a thread holds
     static constexpr int ITEMS = (P::kSlabMaxWidth > THREADS ? P::kSlabMaxWidth : THREADS);  // table size
     static constexpr int NI = ITEMS / THREADS;                  // table items a thread owns
 
@@ -323,8 +328,9 @@ struct SlabScan {
     }
 
     // Pass 1: read the segment (into registers with HOLD), and its (head seen, fold since the last
-    // head); a head starts from its line's initial value, when given.
-    template <bool HOLD = true>
+    // head); with INIT (a.initial set) a head starts from its line's initial value. INIT is a
+    // template switch so that scans without initial values keep the lean loop.
+    template <bool INIT, bool HOLD = true>
     __device__ __forceinline__ static SegPair<AccT> segment_fold(const SlabArgs &a, const SlabTile &t, const Shared &sh,
                                                                  Segment &g)
     {
@@ -340,7 +346,7 @@ struct SlabScan {
                 AccT v;
                 if constexpr (FLAGGED) v = elem_flagged(op, a, t, sh, g, i, e, slab_row);
                 else v = to_acc<AccT>(e);
-                if (slab_row == 0) acc = SegPair<AccT>{ 1, a.initial ? op(head_initial(a, t, g, i), v) : v };
+                if (slab_row == 0) acc = SegPair<AccT>{ 1, INIT ? op(head_initial(a, t, g, i), v) : v };
                 else acc.v = op(acc.v, v);
                 slab_row = next_slab_row(a, slab_row);
             }
@@ -350,13 +356,13 @@ struct SlabScan {
 
     // Pass 2: the segment's outputs from `prefix` (the fold of everything before it), in place
     // (reading the stage again without HOLD).
-    template <bool HOLD = true>
+    template <bool INIT, bool HOLD = true>
     __device__ __forceinline__ static void segment_write(const SlabArgs &a, const SlabTile &t, Shared &sh,
                                                          const Segment &g, AccT prefix)
     {
         const Op op(a.op);
         if constexpr (FLAGGED) {
-            segment_write_flagged<HOLD>(op, a, t, sh, g, prefix);
+            segment_write_flagged<INIT, HOLD>(op, a, t, sh, g, prefix);
         } else {
             AccT acc = prefix;
             int slab_row = first_slab_row(a, t, g.lo);
@@ -367,8 +373,8 @@ struct SlabScan {
                     const AccT v = to_acc<AccT>(HOLD ? g.v[i] : sh.stage[g.idx0 + i * g.step]);
                     const bool head = slab_row == 0;
                     AccT before = acc;
-                    if (head) before = a.initial ? head_initial(a, t, g, i) : Op::zero();
-                    acc = head && !a.initial ? v : op(before, v);
+                    if (head) before = INIT ? head_initial(a, t, g, i) : Op::zero();
+                    acc = head && !INIT ? v : op(before, v);
                     sh.stage[g.idx0 + i * g.step] = to_out<OutT>(a.exclusive ? before : acc);
                     slab_row = next_slab_row(a, slab_row);
                 }
@@ -378,7 +384,7 @@ struct SlabScan {
 
     // segment_write for flagged scans: a segment start (reset) empties an exclusive output as a
     // slab's head does; indices go straight to memory.
-    template <bool HOLD>
+    template <bool INIT, bool HOLD>
     __device__ __forceinline__ static void segment_write_flagged(const Op &op, const SlabArgs &a, const SlabTile &t,
                                                                  Shared &sh, const Segment &g, AccT prefix)
     {
@@ -392,9 +398,9 @@ struct SlabScan {
                 const AccT v = elem_flagged(op, a, t, sh, g, i, HOLD ? g.v[i] : sh.stage[e], slab_row);
                 const bool head = slab_row == 0;
                 AccT before = acc;
-                if (head && a.initial) before = head_initial(a, t, g, i);
-                acc = head && !a.initial ? v : op(before, v);
-                const AccT o = a.exclusive ? ((head && !a.initial) || v.f ? op.empty() : before) : acc;
+                if (head && INIT) before = head_initial(a, t, g, i);
+                acc = head && !INIT ? v : op(before, v);
+                const AccT o = a.exclusive ? ((head && !INIT) || v.f ? op.empty() : before) : acc;
                 sh.stage[e] = S::out(o);
                 if constexpr (S::INDEXED) {
                     if (a.indices) {
@@ -433,10 +439,10 @@ struct SlabItems {
 
 // Scans one staged tile in place. join(tile, items, totals, carries) (block-wide) turns the column
 // totals of the tile (held by the owner of each column's last segment) into the prefixes the
-// columns start from (the identity when nothing comes before).
-template <class S, typename Join>
-__device__ __forceinline__ void scan_staged_tile(const SlabArgs &a, const SlabTile &t, typename SlabScan<S>::Shared &sh,
-                                                 Join &&join)
+// columns start from (the identity when nothing comes before). INIT: a.initial is set.
+template <class S, bool INIT, typename Join>
+__device__ __forceinline__ void scan_staged_tile_as(const SlabArgs &a, const SlabTile &t,
+                                                    typename SlabScan<S>::Shared &sh, Join &&join)
 {
     using T = SlabScan<S>;
     using AccT = typename S::AccT;
@@ -450,8 +456,8 @@ __device__ __forceinline__ void scan_staged_tile(const SlabArgs &a, const SlabTi
         for (int c = threadIdx.x; c < t.ncols; c += T::THREADS) {
             typename T::Segment g;
             T::segment_at(a, t, shift, 0, c, g);
-            T::segment_fold(a, t, sh, g);
-            T::segment_write(a, t, sh, g, op.identity());
+            T::template segment_fold<INIT>(a, t, sh, g);
+            T::template segment_write<INIT>(a, t, sh, g, op.identity());
         }
         return;
     }
@@ -465,7 +471,7 @@ __device__ __forceinline__ void scan_staged_tile(const SlabArgs &a, const SlabTi
         const int u = threadIdx.x, s = u / t.ncols, c = u - s * t.ncols;
         item[0] = s < segs ? c * segs + s : -1;
         T::segment_at(a, t, shift, s < segs ? s : 0, c, g);
-        if (item[0] >= 0) sh.table[item[0]] = T::segment_fold(a, t, sh, g);
+        if (item[0] >= 0) sh.table[item[0]] = T::template segment_fold<INIT>(a, t, sh, g);
 #pragma unroll
         for (int j = 1; j < T::NI; j++) item[j] = -1;
     } else {
@@ -476,7 +482,7 @@ __device__ __forceinline__ void scan_staged_tile(const SlabArgs &a, const SlabTi
             if (item[j] >= 0) {
                 typename T::Segment h;
                 T::segment_at(a, t, shift, 0, c, h);
-                sh.table[c] = T::template segment_fold<false>(a, t, sh, h);
+                sh.table[c] = T::template segment_fold<INIT, false>(a, t, sh, h);
             }
         }
     }
@@ -529,26 +535,26 @@ __device__ __forceinline__ void scan_staged_tile(const SlabArgs &a, const SlabTi
 
     // pass 2
     if (segs > 1) {
-        if (item[0] >= 0) T::segment_write(a, t, sh, g, sh.table[item[0]].v);
+        if (item[0] >= 0) T::template segment_write<INIT>(a, t, sh, g, sh.table[item[0]].v);
     } else {
 #pragma unroll
         for (int j = 0; j < T::NI; j++) {
             if (item[j] >= 0) {
                 typename T::Segment h;
                 T::segment_at(a, t, shift, 0, item[j], h);
-                T::template segment_write<false>(a, t, sh, h, sh.table[item[j]].v);
+                T::template segment_write<INIT, false>(a, t, sh, h, sh.table[item[j]].v);
             }
         }
     }
 }
 
-// One instance per mode, so that each has the registers of its own path.
-template <class S, int MODE>
-__global__ void __launch_bounds__(S::P::kSlabThreads, S::FLAGGED                  ? S::P::kSlabBlocksPerSmFlagged
-                                                      : sizeof(typename S::OutT) > 4 ? S::P::kSlabBlocksPerSmWide
-                                                                                     : S::P::kSlabBlocksPerSm)
+// One instance per mode, and per INIT (a.initial set), so that each has the registers of its own
+// path: scans without initial values keep the lean loops.
+template <class S, int MODE, bool INIT>
+__global__ void __launch_bounds__(S::P::kSlabThreads, SlabScan<S>::BLOCKS_PER_SM)
 scan_slabs_kernel(const SlabArgs a, const VectorStatus<typename S::AccT> st, const WorkQueue q)
 {
+    static_assert(!(INIT && S::INDEXED), "cummax and cummin take no initial values");
     if constexpr (policy_active<typename S::P>()) {
         using T = SlabScan<S>;
         using AccT = typename S::AccT;
@@ -561,7 +567,7 @@ scan_slabs_kernel(const SlabArgs a, const VectorStatus<typename S::AccT> st, con
             const SlabTile t = T::tile_of(a, blockIdx.x);
             T::load_tile(a, t, sh);
             __syncthreads();
-            scan_staged_tile<S>(a, t, sh, [&](const SlabTile &, const SlabItems &, const AccT (&)[2], AccT (&carry)[2]) {
+            scan_staged_tile_as<S, INIT>(a, t, sh, [&](const SlabTile &, const SlabItems &, const AccT (&)[2], AccT (&carry)[2]) {
                 carry[0] = carry[1] = op.identity();
             });
             __syncthreads();
@@ -576,7 +582,7 @@ scan_slabs_kernel(const SlabArgs a, const VectorStatus<typename S::AccT> st, con
                     const SlabTile t = T::tile_of(a, strip, piece);
                     T::load_tile(a, t, sh);
                     __syncthreads();
-                    scan_staged_tile<S>(a, t, sh, [&](const SlabTile &tt, const SlabItems &it, const AccT (&total)[2],
+                    scan_staged_tile_as<S, INIT>(a, t, sh, [&](const SlabTile &tt, const SlabItems &it, const AccT (&total)[2],
                                                       AccT (&carry)[2]) {
                         // a strip's first piece starts from nothing
 #pragma unroll
@@ -606,7 +612,7 @@ scan_slabs_kernel(const SlabArgs a, const VectorStatus<typename S::AccT> st, con
         const SlabTile t = T::tile_of(a, unit);
         T::load_tile(a, t, sh);
         __syncthreads();
-        scan_staged_tile<S>(a, t, sh, [&](const SlabTile &tt, const SlabItems &it, const AccT (&total)[2],
+        scan_staged_tile_as<S, INIT>(a, t, sh, [&](const SlabTile &tt, const SlabItems &it, const AccT (&total)[2],
                                           AccT (&carry)[2]) {
             carry[0] = carry[1] = op.identity();   // a strip's first piece starts from nothing
             strip_lookback<2>(op, st, unit, a.strips, tt.piece == 0, it.owner, it.cols, it.n, total, carry,

@@ -53,6 +53,11 @@ struct TuningSm80 {
     static constexpr int kSlabSegRowsMaxFlagged = 9;   // ... and rows of a column a thread holds
     static constexpr int kSlabTileElements = 4096;     // and at most this many elements
     static constexpr int kSlabSegRowsMax = 17;         // rows of a column a thread holds in registers
+    // unmasked cumsum / cumprod into 4-byte outputs: twice the tile, so a tile's fixed costs (three
+    // block barriers, the table scan) are shared by the bytes of an 8-byte type's tile
+    static constexpr int kSlabTileElements4 = 8192;
+    static constexpr int kSlabSegRowsMax4 = 33;
+    static constexpr int kSlabBlocksPerSm4 = 3;
     static constexpr int kSlabMaxWidth = 512;          // columns of a tile whose slab pieces join up
     static constexpr int kSlabWalkMaxStripsPerSm = 0;  // pieces walk their strip below this, else look back
 

@@ -182,6 +182,31 @@ describe("CUDA against the CPU #cuda", function()
     assert.tensor_equal(cs.cat({ a, a }, 2), cs.cat({ ad, ad }, 2))
   end)
 
+  it("agree on reductions along every dim, lines side by side or one after another, and views", function()
+    H.with_rng("cuda reductions", function(rng)
+      -- 37 x 1000 x 70: dim 1 and dim 2 reduce lines that lie side by side (the GPU folds them a thread a
+      -- line, in pieces), dim 3 lines that lie one after another; the transposed view swaps the cases
+      local x = cs.rand({ 37, 1000, 70 }, { seed = rng:int(1, 1e9), device = "cpu" }) - 0.25
+      local views = { x, x:transpose(1, 3), x:narrow(2, 3, 900) }
+      for _, v in ipairs(views) do
+        local vd = v:cuda()
+        for d = 1, 3 do
+          for _, op in ipairs({ "sum", "mean" }) do
+            local want, got = v[op](v, d), vd[op](vd, d)
+            assert.equal(want.dtype, got.dtype)
+            assert.tensor_near(want, got:cpu(), 1e-5, 1e-4)
+          end
+          assert.tensor_equal(v:max(d), vd:max(d):cpu())
+          assert.tensor_equal(v:min(d), vd:min(d):cpu())
+        end
+      end
+      local i = cs.tensor(H.build({ 300, 50 }, function() return rng:int(-1000, 1000) end), { dtype = "int64" })
+      assert.tensor_equal(i:sum(1), i:cuda():sum(1):cpu())
+      assert.tensor_equal(i:max(1), i:cuda():max(1):cpu())
+      assert.tensor_equal(i:min(2), i:cuda():min(2):cpu())
+    end)
+  end)
+
   it("scan a float32 tensor of 3 x 2^30 elements along each dim (sampled lines) #slow", function()
     local x = cs.rand({ 3, GiB }, { seed = 21, device = "cuda" })
     -- dim 2: three lines of 2^30; check one whole line and windows of the others
