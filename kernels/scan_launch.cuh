@@ -397,7 +397,12 @@ cs_status launch_slabs(const cs_scan_plan *p, cudaStream_t stream, Report &rep, 
     int64_t width = inner <= P::kSlabMaxWidth ? inner : P::kSlabMaxWidth;
     if (inner > P::kSlabMaxWidth && L * (int64_t)P::kSlabMaxWidth <= tile && L <= sr_max && !pieces_forced) {
         width = (tile / L) / 32 * 32;
-        if (width > inner) width = inner;
+        if (width > inner) {
+            width = inner;
+        } else {   // blocks of even width: no narrow last block
+            const int64_t nb = (inner + width - 1) / width;
+            width = ((inner + nb - 1) / nb + 31) / 32 * 32;
+        }
     }
     // segments: S of a column when S columns' worth fit the threads, each of at most SR_MAX rows
     // (odd, so that the lanes of a warp walking one column SR rows apart hit different banks); a

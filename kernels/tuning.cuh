@@ -48,8 +48,8 @@ struct TuningSm80 {
     static constexpr int kSlabBlocksPerSm = 4;
     static constexpr int kSlabBlocksPerSmWide = 3;     // ... for 8-byte outputs (registers for their segments)
     static constexpr int kSlabMaskedDivisor = 1;       // masked tiles hold this much less
-    static constexpr int kSlabStageBytesFlagged = 12 * 1024;   // flagged scans: the stage (their tables are larger)
-    static constexpr int kSlabBlocksPerSmFlagged = 2;  // ... and blocks an SM (registers for their states)
+    static constexpr int kSlabStageBytesFlagged = 8 * 1024;    // flagged scans: the stage (their tables are larger)
+    static constexpr int kSlabBlocksPerSmFlagged = 4;  // ... and blocks an SM (more small tiles in flight)
     static constexpr int kSlabSegRowsMaxFlagged = 9;   // ... and rows of a column a thread holds
     static constexpr int kSlabTileElements = 4096;     // and at most this many elements
     static constexpr int kSlabSegRowsMax = 17;         // rows of a column a thread holds in registers
