@@ -26,13 +26,14 @@ struct TuningSm80 {
     static constexpr int kSegmentedMinTilesPerSm = 2;  // short packed lines share tiles only above this
     // flagged scans (scan_ops.cuh: larger states, flags beside the tile)
     static constexpr int kRowVecFlagged = 4;           // elements a lane moves at once (each has an index)
-    static constexpr int kRowBytesFlagged = 64;        // one-tile kernels
+    static constexpr int kRowBytesFlagged = 32;        // one-tile kernels (short lines: many small tiles in flight)
     static constexpr int kRowChunksFlagged = 4;        // ... at most this many chunks (warp scans) a tile
     static constexpr int kLineBytesFlagged = 32;       // whole-lines kernels (two tiles held)
     static constexpr int kPieceBytesFlagged = 128;     // line pieces
     static constexpr int kPieceChunksFlagged = 8;
     static constexpr int kPieceKeepDivisorFlagged = 4; // ... the share of a piece held in registers (1/n)
-    static constexpr int kRowBlocksPerSmFlagged = 2;   // launch bound of the one-tile and whole-lines kernels
+    static constexpr int kRowBlocksPerSmFlagged = 2;   // launch bound of the whole-lines kernels
+    static constexpr int kRowTileBlocksPerSmFlagged = 4;   // ... and of the one-tile kernels
     static constexpr int kWholeLinesMinLinesPerSm = 4; // a block walks whole lines above this
 
     // columns: units of (kColWarps / WC) x rows-per-warp rows by 32 * WC * CV columns
