@@ -196,6 +196,52 @@ __global__ void __launch_bounds__(kThreads) reduce_across_kernel(const ReduceArg
     else static_cast<T *>(a.partial)[line * a.pieces + piece] = acc;
 }
 
+// The same for float32 lines of unit stride: a thread folds four neighbouring lines from one 16-byte
+// load a row (a warp moves 512 bytes a request instead of 128).
+__global__ void __launch_bounds__(kThreads) reduce_across4_kernel(const ReduceArgs a, int64_t piece_len)
+{
+    const int64_t line = ((int64_t)blockIdx.x * kThreads + threadIdx.x) * 4;
+    if (line >= a.p.nouter) return;
+    const int64_t piece = blockIdx.y, begin = piece * piece_len, end = min(a.p.len, begin + piece_len);
+    const float *x = static_cast<const float *>(a.p.x) + line;
+    const int op = a.p.op;
+    const bool sum = op == CS_REDUCE_SUM || op == CS_REDUCE_MEAN;
+    const int64_t stride = a.p.stride;
+    double acc[4];
+    {
+        const float4 v = *reinterpret_cast<const float4 *>(x + begin * stride);
+        acc[0] = sum ? 0.0 : v.x;
+        acc[1] = sum ? 0.0 : v.y;
+        acc[2] = sum ? 0.0 : v.z;
+        acc[3] = sum ? 0.0 : v.w;
+    }
+    int64_t i = begin;
+    for (; i + kReduceUnroll <= end; i += kReduceUnroll) {
+        float4 v[kReduceUnroll];
+#pragma unroll
+        for (int k = 0; k < kReduceUnroll; k++) v[k] = *reinterpret_cast<const float4 *>(x + (i + k) * stride);
+#pragma unroll
+        for (int k = 0; k < kReduceUnroll; k++) {
+            acc[0] = reduce_combine<double>(op, acc[0], v[k].x);
+            acc[1] = reduce_combine<double>(op, acc[1], v[k].y);
+            acc[2] = reduce_combine<double>(op, acc[2], v[k].z);
+            acc[3] = reduce_combine<double>(op, acc[3], v[k].w);
+        }
+    }
+    for (; i < end; i++) {
+        const float4 v = *reinterpret_cast<const float4 *>(x + i * stride);
+        acc[0] = reduce_combine<double>(op, acc[0], v.x);
+        acc[1] = reduce_combine<double>(op, acc[1], v.y);
+        acc[2] = reduce_combine<double>(op, acc[2], v.z);
+        acc[3] = reduce_combine<double>(op, acc[3], v.w);
+    }
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        if (a.pieces == 1) reduce_store<double>(a.p, (line + j) * a.w.stride[1][0], acc[j]);
+        else static_cast<double *>(a.partial)[(line + j) * a.pieces + piece] = acc[j];
+    }
+}
+
 template <typename T>
 __global__ void reduce_lines_kernel(const ReduceArgs a)
 {
@@ -221,8 +267,13 @@ cs_status reduce_with(const cs_reduce_plan *p, cudaStream_t s)
     const bool across = p->len > 0 && p->stride != 1 && p->nouter >= 32 && p->outer.ndim > 0 &&
                         llabs(p->outer.strides[0][p->outer.ndim - 1]) == 1;
     int64_t piece_len = p->len;
+    // float32 lines of one outer dim, 16-byte aligned: four lines a thread
+    const bool four = across && std::is_same_v<T, double> && p->in_dtype == CS_FLOAT32 && p->outer.ndim == 1 &&
+                      p->outer.strides[0][0] == 1 && p->nouter % 4 == 0 && p->stride % 4 == 0 &&
+                      (uintptr_t)p->x % 16 == 0;
     if (across) {
-        const int64_t want = ((int64_t)cs_cuda_multiprocessors() * 2048 + p->nouter - 1) / p->nouter;
+        const int64_t threads = four ? p->nouter / 4 : p->nouter;
+        const int64_t want = ((int64_t)cs_cuda_multiprocessors() * 2048 + threads - 1) / threads;
         int64_t pieces = want < 1 ? 1 : want;
         if (pieces > (p->len + 63) / 64) pieces = (p->len + 63) / 64;
         if (pieces > 65535) pieces = 65535;
@@ -237,12 +288,17 @@ cs_status reduce_with(const cs_reduce_plan *p, cudaStream_t s)
         cs_status st = cs_cuda_temp(&a.partial, (size_t)(a.pieces * p->nouter) * sizeof(T));
         if (st) return st;
     }
-    const int64_t blocks = across ? (p->nouter + kThreads - 1) / kThreads : p->nouter * a.pieces;
+    const int64_t blocks = across ? ((four ? p->nouter / 4 : p->nouter) + kThreads - 1) / kThreads : p->nouter * a.pieces;
     if (blocks > 0x7fffffff) {
         cs_cuda_temp_free(a.partial);
         return cs_fail(CS_ERR_UNSUPPORTED, "reduction too large");
     }
-    if (across) reduce_across_kernel<T><<<dim3((unsigned)blocks, (unsigned)a.pieces), kThreads, 0, s>>>(a, piece_len);
+    if (four) {
+        if constexpr (std::is_same_v<T, double>)
+            reduce_across4_kernel<<<dim3((unsigned)blocks, (unsigned)a.pieces), kThreads, 0, s>>>(a, piece_len);
+    } else if (across) {
+        reduce_across_kernel<T><<<dim3((unsigned)blocks, (unsigned)a.pieces), kThreads, 0, s>>>(a, piece_len);
+    }
     else reduce_pieces_kernel<T><<<(unsigned)blocks, kThreads, 0, s>>>(a);
     cs_status st = cs_cuda_check(cudaGetLastError(), "reduce kernel launch");
     if (!st && a.pieces > 1) {

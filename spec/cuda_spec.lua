@@ -200,6 +200,15 @@ describe("CUDA against the CPU #cuda", function()
           assert.tensor_equal(v:min(d), vd:min(d):cpu())
         end
       end
+      -- float32 matrices along dim 1: four lines a thread where rows are 16-byte aligned, else one
+      local m = cs.rand({ 1001, 4096 }, { seed = rng:int(1, 1e9), device = "cpu" }) - 0.5
+      for _, v in ipairs({ m, m:narrow(2, 2, 4092), m:narrow(2, 5, 4088), m:narrow(1, 3, 640) }) do
+        local vd = v:cuda()
+        assert.tensor_near(v:sum(1), vd:sum(1):cpu(), 1e-5, 1e-4)
+        assert.tensor_near(v:mean(1), vd:mean(1):cpu(), 1e-5, 1e-6)
+        assert.tensor_equal(v:max(1), vd:max(1):cpu())
+        assert.tensor_equal(v:min(1), vd:min(1):cpu())
+      end
       local i = cs.tensor(H.build({ 300, 50 }, function() return rng:int(-1000, 1000) end), { dtype = "int64" })
       assert.tensor_equal(i:sum(1), i:cuda():sum(1):cpu())
       assert.tensor_equal(i:max(1), i:cuda():max(1):cpu())

@@ -31,7 +31,9 @@ end
 local Local = {}
 Local.__index = Local
 
-local comms_cache = setmetatable({}, { __mode = "v" })
+-- kept for the life of the process (as a process group is): a weak cache let the collector drop
+-- them between scans, and every sharded scan paid for a new NCCL init
+local comms_cache = {}
 
 -- The NCCL communicators of a device list (made once per list), or nil where the list is not all
 -- distinct GPUs (NCCL takes each GPU once) or NCCL is not there.
