@@ -26,7 +26,7 @@ struct TuningSm80 {
     static constexpr int kSegmentedMinTilesPerSm = 2;  // short packed lines share tiles only above this
     // flagged scans (scan_ops.cuh: larger states, flags beside the tile)
     static constexpr int kRowVecFlagged = 4;           // elements a lane moves at once (each has an index)
-    static constexpr int kRowBytesFlagged = 32;        // one-tile kernels (short lines: many small tiles in flight)
+    static constexpr int kRowBytesFlagged = 64;        // one-tile kernels
     static constexpr int kRowChunksFlagged = 4;        // ... at most this many chunks (warp scans) a tile
     static constexpr int kLineBytesFlagged = 32;       // whole-lines kernels (two tiles held)
     static constexpr int kPieceBytesFlagged = 128;     // line pieces
