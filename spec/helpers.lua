@@ -47,10 +47,16 @@ function Rng:int64()
   return bit.bor(bit.lshift(ffi.cast("int64_t", self:bits32()), 32), ffi.cast("int64_t", self:bits32()))
 end
 
--- Any double but NaN: every exponent, denormals, both zeros and infinities.
+-- Any double but NaN: every exponent, denormals, both zeros and infinities. NaN bit patterns
+-- are rejected on the bits, before the double is read: LuaJIT takes some NaNs loaded from C
+-- memory (sign and top payload bits set) for tagged values, which then compare equal to
+-- themselves and are not numbers.
 local bits64 = ffi.new("union { double d; int64_t i; }")
+local EXP_MASK, FRAC_MASK = 0x7ff0000000000000LL, 0x000fffffffffffffLL
 function Rng:any_double()
-  repeat bits64.i = self:int64() until bits64.d == bits64.d
+  local i
+  repeat i = self:int64() until bit.band(i, EXP_MASK) ~= EXP_MASK or bit.band(i, FRAC_MASK) == 0
+  bits64.i = i
   return bits64.d
 end
 

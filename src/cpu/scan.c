@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "dtypes.h"
 #include "internal.h"
 #include "scalar.h"
@@ -109,6 +110,8 @@ typedef struct walk_layout {
     int tiles;                  /* the tile walk applies (else segments) */
     int64_t tw, tk;             /* tiles: at most tw lines a task, tk steps a tile */
     int split;                  /* long lines cut into blocks, walked as split_walk says */
+    int float_tiles;            /* tiles may take cs_cpu_float_tile */
+    int stream;                 /* the output is larger than the caches: streaming stores */
 } walk_layout;
 
 static inline void outer_offsets(const cs_iter *it, int64_t idx, int64_t off[3])
@@ -138,6 +141,19 @@ static inline int64_t initial_offset(const walk_layout *w, int64_t line)
         idx /= w->outer.shape[d];
     }
     return off;
+}
+
+/* The last-level cache a core sees (an output beyond it is streamed to memory): the reported size,
+ * at most 32 MiB, since virtual machines and multi-die parts report the sum over dies that no one
+ * core can fill. */
+static int64_t cache_bytes(void)
+{
+    static int64_t bytes;
+    if (!bytes) {
+        const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+        bytes = l3 > 0 && l3 < (32 << 20) ? l3 : 32 << 20;
+    }
+    return bytes;
 }
 
 static void plan_walk(const cs_scan_plan *p, walk_layout *w)
@@ -175,6 +191,8 @@ static void plan_walk(const cs_scan_plan *p, walk_layout *w)
     }
     w->tw = !nstaged ? COLUMN_W : w->staged[0] && w->staged[2] ? ROWS_W : MIXED_W;
     w->tk = nstaged ? TILE_ELEMS / w->tw : PREFETCH_ROWS;
+    w->float_tiles = p->in_dtype == p->out_dtype && (p->in_dtype == CS_FLOAT32 || p->in_dtype == CS_FLOAT64) &&
+               (p->op == CS_SCAN_SUM || p->op == CS_SCAN_PROD);
     if (w->nlines <= LONG_LINES && w->len >= LONG_LEN) {
         int along = 1;
         for (int o = 0; o < 3; o++)
@@ -187,6 +205,17 @@ static void plan_walk(const cs_scan_plan *p, walk_layout *w)
         } else w->split = SPLIT_SEGMENTS;
         w->tiles = 0;
     }
+    /* float tiles take rows (every operand along the scan, all the same way) and columns (every
+     * operand's lines next to each other) */
+    int rows = 1, cols = 1;
+    for (int o = 0; o < 3; o++) {
+        if (o == 1 && !w->masked) continue;
+        if (!w->staged[o] || w->sx[o] != w->sx[0]) rows = 0;
+        if (w->staged[o] || w->ix[o] != 1) cols = 0;
+    }
+    if (w->split == SPLIT_SEGMENTS || (!w->split && !w->tiles)) rows = cols = 0;
+    w->float_tiles = w->float_tiles && (rows || cols);
+    w->stream = w->nlines * w->len * (int64_t)cs_dtype_size(p->out_dtype) >= cache_bytes();
 }
 
 /* lines [*l0, *l1) of this thread's even share of n */
@@ -410,12 +439,23 @@ typedef struct segment {
         for (int64_t c = 0; c < nc; c++)                                                                   \
             acc[c] = init ? init[c] : p->initial && !totals                                                \
                 ? CPU_INITIAL_##ACC_T(p, initial_offset(w, o * w->inner + c0 + c)) : (NAME##_acc)(IDENT);  \
-        for (int64_t k0 = 0; k0 < w->len; k0 += w->tk) {                                                   \
-            const int64_t kn = w->len - k0 < w->tk ? w->len - k0 : w->tk;                                  \
+        /* steps a pass: narrow lines side by side take as many rows as a buffer's worth, a run that   \
+         * the hardware streams on its own */                                                          \
+        const int64_t staged = w->staged[0] || w->staged[1] || w->staged[2];                               \
+        const int64_t tk = !staged && nc * w->tk < TILE_ELEMS ? TILE_ELEMS / nc : w->tk;                  \
+        for (int64_t k0 = 0; k0 < w->len; k0 += tk) {                                                      \
+            const int64_t kn = w->len - k0 < tk ? w->len - k0 : tk;                                        \
             const IN_T *xt = x + k0 * w->sx[0];                                                            \
             const unsigned char *mt = m ? m + k0 * w->sx[1] : 0;                                           \
             OUT_T *yt = y + k0 * w->sx[2];                                                                 \
             int64_t xr = w->sx[0], mr = w->sx[1];                                                          \
+            if (!totals && w->float_tiles) { /* in registers, where it can */                             \
+                const cs_float_tile ft = { xt, mt, yt, w->ix[0], w->ix[1], w->ix[2], xr, mr, w->sx[2], nc, kn, \
+                                           excl && k0 == 0 && !p->initial ? (first < nc ? first : nc) : 0, \
+                                           p->in_dtype == CS_FLOAT64, p->op == CS_SCAN_PROD, excl, w->stream }; \
+                if (!w->staged[0]) prefetch_rows(xt, xr * (int64_t)sizeof *xt, kn, nc * (int64_t)sizeof *xt, 0); \
+                if (cs_cpu_float_tile(&ft, (double *)(void *)acc)) continue;                               \
+            }                                                                                              \
             if (w->staged[0]) {                                                                            \
                 stage_in(xt, w->ix[0], xr, xb, nc, kn, sizeof *xb);                                        \
                 xt = xb;                                                                                   \
@@ -573,6 +613,7 @@ typedef struct segment {
                     }                                                                                      \
                 NAME##_blocks(p, w, b0, b1, per, vals + t * L * per, 1);                                   \
             }                                                                                              \
+            if (w->stream) cs_cpu_stream_fence();                                                          \
         }                                                                                                  \
         free(vals);                                                                                        \
         return 0;                                                                                          \
@@ -583,10 +624,14 @@ typedef struct segment {
         if (w->tiles) {                                                                                    \
             const int64_t width = tile_width(w, w->tw);                                                    \
             const int64_t nb = (w->inner + width - 1) / width;                                             \
-            _Pragma("omp parallel for schedule(static) if(w->nouter * nb > 1 && w->nlines * w->len > 32768)") \
-            for (int64_t t = 0; t < w->nouter * nb; t++) {                                                 \
-                const int64_t c0 = t % nb * width;                                                         \
-                NAME##_tiles(p, w, t / nb, c0, w->inner - c0 < width ? w->inner - c0 : width, NULL, NULL, width); \
+            _Pragma("omp parallel if(w->nouter * nb > 1 && w->nlines * w->len > 32768)")                    \
+            {                                                                                              \
+                _Pragma("omp for schedule(static) nowait")                                                 \
+                for (int64_t t = 0; t < w->nouter * nb; t++) {                                             \
+                    const int64_t c0 = t % nb * width;                                                     \
+                    NAME##_tiles(p, w, t / nb, c0, w->inner - c0 < width ? w->inner - c0 : width, NULL, NULL, width); \
+                }                                                                                          \
+                if (w->stream) cs_cpu_stream_fence();                                                      \
             }                                                                                              \
         } else {                                                                                           \
             _Pragma("omp parallel if(w->nlines > 1 && w->nlines * w->len > 32768)")                        \
@@ -627,6 +672,13 @@ static const char *walk_name(const walk_layout *w)
     return "lines side by side, vectorised";
 }
 
+/* how a walk stores: through float tiles in registers (where they apply), streaming past the caches */
+static const char *store_name(const walk_layout *w)
+{
+    if (!w->float_tiles || !cs_cpu_float_tiles_run()) return "";
+    return w->stream ? ", float tiles in registers, streaming stores" : ", float tiles in registers";
+}
+
 cs_status cs_cpu_scan(const cs_scan_plan *p)
 {
     /* the other ops and segmented scans take the general walk (scan_general.c) */
@@ -645,10 +697,10 @@ cs_status cs_cpu_scan(const cs_scan_plan *p)
     plan_walk(p, &w);
     if (p->explain || p->log) {
         char line[256];
-        snprintf(line, sizeof line, "cpu %s: %lld lines of %lld%s%s%s%s; %s",
+        snprintf(line, sizeof line, "cpu %s: %lld lines of %lld%s%s%s%s; %s%s",
                  p->layout == CS_LAYOUT_COLUMNS ? "columns" : "rows", (long long)(p->nouter * p->inner),
                  (long long)p->len, p->mask ? ", masked" : "", p->reverse ? ", reverse" : "",
-                 p->exclusive ? ", exclusive" : "", p->initial ? ", initial" : "", walk_name(&w));
+                 p->exclusive ? ", exclusive" : "", p->initial ? ", initial" : "", walk_name(&w), store_name(&w));
         if (p->explain) {
             snprintf(p->explain, p->explain_len, "%s", line);
             return CS_OK;

@@ -19,6 +19,25 @@
  * of `size` bytes (strides in elements, either may be negative). */
 void cs_cpu_transpose(const void *src, int64_t ss, void *dst, int64_t ds, int64_t nr, int64_t nc, size_t size);
 
+/* A tile of float lines for float_tiles.c: line l's step k at x[l * xl + k * xs] (mask and out
+ * alike), float32 in and out or float64 in and out, a sum or a product folded in float64 from
+ * acc[l], which ends as the lines' carries. Rows (8 lines, steps of +-1) and columns (lines next to
+ * each other) are taken; stream: the output is larger than the caches. Returns 0, with nothing done,
+ * for other tiles and on a CPU without AVX2. */
+typedef struct cs_float_tile {
+    const void *x;
+    const unsigned char *m; /* NULL: unmasked */
+    void *y;
+    int64_t xl, ml, yl, xs, ms, ys, lines, n;
+    int64_t empty; /* lines [0, empty) start at step 0: an exclusive scan's first output there is empty */
+    int f64, prod, excl, stream;
+} cs_float_tile;
+int cs_cpu_float_tile(const cs_float_tile *a, double *acc);
+/* whether cs_cpu_float_tile runs on this CPU */
+int cs_cpu_float_tiles_run(void);
+/* orders a thread's streaming stores before what it does next (the end of a scan) */
+void cs_cpu_stream_fence(void);
+
 /* r = exp(a), log(a) of float32 elements, computed in float64 (vmath.c) */
 void cs_cpu_exp_f32(const float *a, float *r, int64_t n);
 void cs_cpu_log_f32(const float *a, float *r, int64_t n);

@@ -1,0 +1,126 @@
+-- The CPU's float tiles (src/cpu/float_tiles.c): float32 and float64 sums and products of rows
+-- (eight lines transposed in registers) and of columns (lines next to each other), with streaming
+-- stores once the output outgrows the caches (more than 32 MiB always does). Each output must be
+-- the in-order float64 prefix of its line rounded once, bit for bit: checked on whole lines against
+-- plain Lua, and on the whole tensor against the same scan of the same values through a view with
+-- a step of 2 (the generic walk, which the tiles stand in for). Outputs are poisoned first.
+local cs = require("cuscan")
+local H = require("spec.helpers")
+require("cuscan.assertions")
+
+local function cpu_has(flag)
+  local f = io.open("/proc/cpuinfo")
+  if not f then return false end
+  local text = f:read("*a")
+  f:close()
+  return text:find("flags%s*:[^\n]* " .. flag .. "[ \n]") ~= nil
+end
+local TILES_RUN = cpu_has("avx2") and cpu_has("fma")
+
+-- the same values, in a view whose last dim steps by 2
+local function strided(x)
+  local shape = x:shape()
+  shape[#shape + 1] = 2
+  local big = cs.empty(shape, { dtype = x.dtype, device = "cpu" })
+  local v = big:select(#shape, 1)
+  v:copy(x)
+  return v
+end
+
+-- a line in walk order, folded in float64 as the contract says, each output rounded once
+local function line_ref(xs, mask, o, dtype)
+  local n, prod = #xs, o.op == "prod"
+  local acc, out = prod and 1.0 or -0.0, {}
+  for k = 1, n do
+    local i = o.reverse and n + 1 - k or k
+    local v = xs[i]
+    if mask and not mask[i] then v = prod and 1.0 or 0.0 end
+    local before = acc
+    if prod then acc = acc * v else acc = acc + v end
+    local y = o.exclusive and (k == 1 and (prod and 1.0 or 0.0) or before) or acc
+    out[i] = dtype == "float32" and H.f32(y) or y
+  end
+  return out
+end
+
+local function run(x, dim, o, mask, out)
+  local scan = o.op == "prod" and cs.cumprod or cs.cumsum
+  return scan(x, dim, { reverse = o.reverse, exclusive = o.exclusive, mask = mask, out = out })
+end
+
+-- line j of t along dim (rows: dim 2, columns: dim 1) as a Lua array
+local function line_of(t, dim, j)
+  return t:select(3 - dim, j):contiguous():totable()
+end
+
+local FLAGS = {
+  {}, { reverse = true }, { exclusive = true }, { masked = true },
+  { reverse = true, exclusive = true, masked = true }, { op = "prod" }, { op = "prod", reverse = true, exclusive = true },
+}
+
+local function check(rng, dtype, dim, shape, o, stream)
+  local x = cs.rand(shape, { seed = rng:next(), dtype = dtype, device = "cpu" }) * 2 - 1
+  if o.op == "prod" then x = x * 1e-3 + 1 end
+  local mask = o.masked and cs.rand(shape, { seed = rng:next(), device = "cpu" }):lt(0.6) or nil
+  local out = cs.empty(shape, { dtype = dtype, device = "cpu" }):fill(0 / 0)
+  local plan = cs.explain(x, dim, { op = o.op == "prod" and "cumprod" or "cumsum", reverse = o.reverse,
+                                    exclusive = o.exclusive, mask = mask })
+  if TILES_RUN then
+    assert.matches("float tiles in registers", plan)
+    assert.equal(stream, plan:find("streaming stores", 1, true) ~= nil, plan)
+  end
+  run(x, dim, o, mask, out)
+  local want = run(strided(x), dim, o, mask and strided(mask) or nil)
+  assert.tensor_equal(want, out, { strict = true })
+  local nlines = shape[3 - dim]
+  for _, j in ipairs({ 1, rng:int(1, nlines), nlines }) do
+    local xs, ms = line_of(x, dim, j), mask and line_of(mask, dim, j) or nil
+    local ref = line_ref(xs, ms, o, dtype)
+    assert.tensor_equal(cs.tensor(ref, { dtype = dtype, device = "cpu" }), out:select(3 - dim, j), { strict = true },
+                        ("line %d of %s"):format(j, plan))
+  end
+end
+
+describe("the CPU's float tiles", function()
+  for _, dtype in ipairs({ "float32", "float64" }) do
+    for _, dim in ipairs({ 2, 1 }) do
+      local layout = dim == 2 and "rows" or "columns"
+      it(("%s %s of odd sizes, every flag, bit for bit"):format(dtype, layout), function()
+        H.with_rng("float tiles small " .. dtype .. layout, function(rng)
+          for _, o in ipairs(FLAGS) do
+            local a, b = rng:int(9, 61), rng:int(900, 1100)
+            check(rng, dtype, dim, dim == 2 and { a, b } or { b, a }, o, false)
+          end
+        end)
+      end)
+
+      it(("%s %s larger than the caches, streaming, bit for bit"):format(dtype, layout), function()
+        H.with_rng("float tiles large " .. dtype .. layout, function(rng)
+          local lines, len = dtype == "float32" and 1031 or 515, 8195 -- 33.8 MB out
+          for _, k in ipairs({ 1, rng:int(2, #FLAGS), #FLAGS - 2 }) do
+            check(rng, dtype, dim, dim == 2 and { lines, len } or { len, lines }, FLAGS[k], true)
+          end
+        end)
+      end)
+    end
+  end
+
+  it("streams into an output view whose lines start off the alignment, and scans in place", function()
+    H.with_rng("float tiles views", function(rng)
+      local x = cs.rand({ 1031, 8195 }, { seed = rng:next(), device = "cpu" }) - 0.5
+      local want = strided(x):cumsum(2, { reverse = true })
+      -- lines 8200 floats apart (32-byte multiples), each starting one float past a boundary
+      local out = cs.empty({ 1031, 8200 }, { device = "cpu" }):fill(0 / 0):narrow(2, 2, 8195)
+      x:cumsum(2, { reverse = true, out = out })
+      assert.tensor_equal(want, out, { strict = true })
+      local col = x:transpose(1, 2):contiguous()
+      local want_col = strided(col):cumsum(1, { exclusive = true })
+      local outc = cs.empty({ 8195, 1040 }, { device = "cpu" }):fill(0 / 0):narrow(2, 3, 1031)
+      col:cumsum(1, { exclusive = true, out = outc })
+      assert.tensor_equal(want_col, outc, { strict = true })
+      local y = x:clone()
+      y:cumsum(2, { out = y })
+      assert.tensor_equal(strided(x):cumsum(2), y, { strict = true })
+    end)
+  end)
+end)

@@ -1,0 +1,342 @@
+/* cpu/float_tiles.c - float32 and float64 sums and products over a tile of lines, in AVX2 registers.
+ * rows     eight lines whose elements lie next to each other: a block of steps of the eight lines is
+ *          loaded, transposed so that one vector holds one step of every line, folded, transposed
+ *          back and stored, without the buffers of the generic walk;
+ * columns  lines next to each other: each step of every line is one run of vectors.
+ * Every output is the in-order float64 prefix of its line rounded once, as in the other walks.
+ * Stores bypass the caches (streaming stores) when the caller says the output is larger than they
+ * are and the stores can be aligned: the output is then written once instead of read, merged and
+ * written back. Streaming stores are weakly ordered: each thread that may have made them calls
+ * cs_cpu_stream_fence before its results are read elsewhere. */
+#include <stdint.h>
+#include <string.h>
+#include "simd.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#include <immintrin.h>
+
+#define AVX2 __attribute__((target("avx2,fma")))
+#define AVX2_INLINE static inline __attribute__((always_inline, target("avx2,fma")))
+
+/* lines [l0, l1) over steps [k0, k1), one element at a time (edges and peels) */
+#define SCALAR_STEPS(T)                                                                             \
+    for (int64_t k = k0; k < k1; k++)                                                               \
+        for (int64_t l = l0; l < l1; l++) {                                                         \
+            double v = (double)((const T *)a->x)[l * a->xl + k * a->xs];                            \
+            if (a->m && !a->m[l * a->ml + k * a->ms]) v = a->prod ? 1.0 : 0.0;                      \
+            const double next = a->prod ? acc[l] * v : acc[l] + v;                                  \
+            const double out = k == 0 && l < a->empty ? (a->prod ? 1.0 : 0.0) : a->excl ? acc[l] : next; \
+            ((T *)a->y)[l * a->yl + k * a->ys] = (T)out;                                            \
+            acc[l] = next;                                                                          \
+        }
+
+static void scalar_f32(const cs_float_tile *a, double *acc, int64_t l0, int64_t l1, int64_t k0, int64_t k1)
+{
+    SCALAR_STEPS(float)
+}
+
+static void scalar_f64(const cs_float_tile *a, double *acc, int64_t l0, int64_t l1, int64_t k0, int64_t k1)
+{
+    SCALAR_STEPS(double)
+}
+
+/* rows r[0..7] of eight floats become columns: r[j] then holds element j of every row */
+AVX2_INLINE void transpose8(__m256 r[8])
+{
+    __m256 t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+        u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+        u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+        u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+    }
+    for (int i = 0; i < 4; i++) {
+        r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+        r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+    }
+}
+
+/* rows r[0..3] of four doubles become columns */
+AVX2_INLINE void transpose4(__m256d r[4])
+{
+    const __m256d t0 = _mm256_unpacklo_pd(r[0], r[1]), t1 = _mm256_unpackhi_pd(r[0], r[1]);
+    const __m256d t2 = _mm256_unpacklo_pd(r[2], r[3]), t3 = _mm256_unpackhi_pd(r[2], r[3]);
+    r[0] = _mm256_permute2f128_pd(t0, t2, 0x20);
+    r[1] = _mm256_permute2f128_pd(t1, t3, 0x20);
+    r[2] = _mm256_permute2f128_pd(t0, t2, 0x31);
+    r[3] = _mm256_permute2f128_pd(t1, t3, 0x31);
+}
+
+/* elements whose mask byte is 0 replaced by `masked` (the bytes of consecutive elements) */
+AVX2_INLINE __m256 mask_f32(__m256 v, const unsigned char *m, __m256 masked)
+{
+    const __m256i b = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)m));
+    return _mm256_blendv_ps(v, masked, _mm256_castsi256_ps(_mm256_cmpeq_epi32(b, _mm256_setzero_si256())));
+}
+
+AVX2_INLINE __m256d mask_f64(__m256d v, const unsigned char *m, __m256d masked)
+{
+    int32_t w;
+    memcpy(&w, m, sizeof w);
+    const __m256i b = _mm256_cvtepu8_epi64(_mm_cvtsi32_si128(w));
+    return _mm256_blendv_pd(v, masked, _mm256_castsi256_pd(_mm256_cmpeq_epi64(b, _mm256_setzero_si256())));
+}
+
+/* lanes i with from + i < empty (the lines whose first output is an exclusive scan's empty prefix) */
+AVX2_INLINE __m256i empty_lanes32(int64_t empty, int64_t from)
+{
+    const int64_t n = empty - from < 0 ? 0 : empty - from > 8 ? 8 : empty - from;
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+AVX2_INLINE __m256i empty_lanes64(int64_t empty, int64_t from)
+{
+    const int64_t n = empty - from < 0 ? 0 : empty - from > 4 ? 4 : empty - from;
+    return _mm256_cmpgt_epi64(_mm256_set1_epi64x(n), _mm256_setr_epi64x(0, 1, 2, 3));
+}
+
+/* one step of a fold: acc = acc op v; its output is the old or the new accumulator */
+#define FOLD(acc, v, PROD, EXCL)                                                                    \
+    ({                                                                                              \
+        const __m256d prev_ = (acc);                                                                \
+        (acc) = PROD ? _mm256_mul_pd(prev_, (v)) : _mm256_add_pd(prev_, (v));                        \
+        EXCL ? prev_ : (acc);                                                                       \
+    })
+
+AVX2_INLINE __m256 fold_f32(__m256 v, __m256d *lo, __m256d *hi, const int PROD, const int EXCL)
+{
+    const __m256d a = FOLD(*lo, _mm256_cvtps_pd(_mm256_castps256_ps128(v)), PROD, EXCL);
+    const __m256d b = FOLD(*hi, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)), PROD, EXCL);
+    return _mm256_set_m128(_mm256_cvtpd_ps(b), _mm256_cvtpd_ps(a));
+}
+
+#define STORE_F32(STREAM, p, v) (STREAM ? _mm256_stream_ps(p, v) : _mm256_storeu_ps(p, v))
+#define STORE_F64(STREAM, p, v) (STREAM ? _mm256_stream_pd(p, v) : _mm256_storeu_pd(p, v))
+
+/* Rows: the block of 8 steps from step k. BACK: the lines run towards lower addresses, so that a
+ * block's lanes hold its steps last first. */
+AVX2_INLINE void row_block_f32(const cs_float_tile *a, __m256d acc[2], int64_t k, const int PROD, const int EXCL,
+                               const int BACK, const int MASKED, const int STREAM)
+{
+    const float *x = a->x;
+    float *y = a->y;
+    const __m256 masked = _mm256_set1_ps(PROD ? 1.0f : 0.0f);
+    const int64_t at = BACK ? -(k + 7) : k; /* the block's lowest element */
+    __m256 r[8];
+    for (int l = 0; l < 8; l++) {
+        r[l] = _mm256_loadu_ps(x + l * a->xl + at);
+        if (MASKED) r[l] = mask_f32(r[l], a->m + l * a->ml + at, masked);
+    }
+    transpose8(r);
+    for (int s = 0; s < 8; s++) {
+        const int j = BACK ? 7 - s : s;
+        r[j] = fold_f32(r[j], &acc[0], &acc[1], PROD, EXCL);
+    }
+    if (EXCL && k == 0 && a->empty) {
+        const int j = BACK ? 7 : 0;
+        r[j] = _mm256_blendv_ps(r[j], masked, _mm256_castsi256_ps(empty_lanes32(a->empty, 0)));
+    }
+    transpose8(r);
+    for (int l = 0; l < 8; l++) STORE_F32(STREAM, y + l * a->yl + at, r[l]);
+}
+
+/* rows of float64: the block of 4 steps from step k, lines 0-3 and 4-7 as two transposes */
+AVX2_INLINE void row_block_f64(const cs_float_tile *a, __m256d acc[2], int64_t k, const int PROD, const int EXCL,
+                               const int BACK, const int MASKED, const int STREAM)
+{
+    const double *x = a->x;
+    double *y = a->y;
+    const __m256d masked = _mm256_set1_pd(PROD ? 1.0 : 0.0);
+    const int64_t at = BACK ? -(k + 3) : k;
+    __m256d r[2][4];
+    for (int h = 0; h < 2; h++) {
+        for (int l = 0; l < 4; l++) {
+            r[h][l] = _mm256_loadu_pd(x + (4 * h + l) * a->xl + at);
+            if (MASKED) r[h][l] = mask_f64(r[h][l], a->m + (4 * h + l) * a->ml + at, masked);
+        }
+        transpose4(r[h]);
+    }
+    for (int s = 0; s < 4; s++) {
+        const int j = BACK ? 3 - s : s;
+        r[0][j] = FOLD(acc[0], r[0][j], PROD, EXCL);
+        r[1][j] = FOLD(acc[1], r[1][j], PROD, EXCL);
+    }
+    if (EXCL && k == 0 && a->empty)
+        for (int h = 0; h < 2; h++)
+            r[h][BACK ? 3 : 0] = _mm256_blendv_pd(r[h][BACK ? 3 : 0], masked,
+                                                  _mm256_castsi256_pd(empty_lanes64(a->empty, 4 * h)));
+    for (int h = 0; h < 2; h++) {
+        transpose4(r[h]);
+        for (int l = 0; l < 4; l++) STORE_F64(STREAM, y + (4 * h + l) * a->yl + at, r[h][l]);
+    }
+}
+
+/* Rows, steps [k0, k1) in blocks of W: two blocks an iteration, so that each line's 64 bytes are
+ * read and written at once */
+#define ROWS_LOOP(NAME, BLOCK, W)                                                                    \
+    AVX2_INLINE void NAME(const cs_float_tile *a, __m256d acc[2], int64_t k0, int64_t k1, const int PROD, \
+                          const int EXCL, const int BACK, const int MASKED, const int STREAM)          \
+    {                                                                                               \
+        int64_t k = k0;                                                                             \
+        for (; k + 2 * (W) <= k1; k += 2 * (W)) {                                                   \
+            BLOCK(a, acc, k, PROD, EXCL, BACK, MASKED, STREAM);                                     \
+            BLOCK(a, acc, k + (W), PROD, EXCL, BACK, MASKED, STREAM);                               \
+        }                                                                                           \
+        if (k < k1) BLOCK(a, acc, k, PROD, EXCL, BACK, MASKED, STREAM);                              \
+    }
+ROWS_LOOP(rows_f32, row_block_f32, 8)
+ROWS_LOOP(rows_f64, row_block_f64, 4)
+
+/* Columns: lines [l0, l1) (a multiple of 8 of them) over every step, their accumulators in acc[];
+ * up to 4 steps a pass, so that an accumulator is loaded and stored once for them */
+AVX2_INLINE void cols_f32(const cs_float_tile *a, double *acc, int64_t l0, int64_t l1, const int PROD,
+                          const int EXCL, const int BACK, const int MASKED, const int STREAM)
+{
+    (void)BACK;
+    const __m256 masked = _mm256_set1_ps(PROD ? 1.0f : 0.0f);
+    for (int64_t k0 = 0; k0 < a->n; k0 += 4) {
+        const int ns = a->n - k0 < 4 ? (int)(a->n - k0) : 4;
+        for (int64_t l = l0; l < l1; l += 8) {
+            __m256d lo = _mm256_loadu_pd(acc + l), hi = _mm256_loadu_pd(acc + l + 4);
+            for (int s = 0; s < ns; s++) {
+                const int64_t k = k0 + s;
+                __m256 v = _mm256_loadu_ps((const float *)a->x + k * a->xs + l);
+                if (MASKED) v = mask_f32(v, a->m + k * a->ms + l, masked);
+                v = fold_f32(v, &lo, &hi, PROD, EXCL);
+                if (EXCL && k == 0 && a->empty)
+                    v = _mm256_blendv_ps(v, masked, _mm256_castsi256_ps(empty_lanes32(a->empty, l)));
+                STORE_F32(STREAM, (float *)a->y + k * a->ys + l, v);
+            }
+            _mm256_storeu_pd(acc + l, lo);
+            _mm256_storeu_pd(acc + l + 4, hi);
+        }
+    }
+}
+
+AVX2_INLINE void cols_f64(const cs_float_tile *a, double *acc, int64_t l0, int64_t l1, const int PROD,
+                          const int EXCL, const int BACK, const int MASKED, const int STREAM)
+{
+    (void)BACK;
+    const __m256d masked = _mm256_set1_pd(PROD ? 1.0 : 0.0);
+    for (int64_t k0 = 0; k0 < a->n; k0 += 4) {
+        const int ns = a->n - k0 < 4 ? (int)(a->n - k0) : 4;
+        for (int64_t l = l0; l < l1; l += 8) {
+            __m256d s0 = _mm256_loadu_pd(acc + l), s1 = _mm256_loadu_pd(acc + l + 4);
+            for (int s = 0; s < ns; s++) {
+                const int64_t k = k0 + s;
+                const double *x = (const double *)a->x + k * a->xs + l;
+                double *y = (double *)a->y + k * a->ys + l;
+                __m256d v0 = _mm256_loadu_pd(x), v1 = _mm256_loadu_pd(x + 4);
+                if (MASKED) {
+                    v0 = mask_f64(v0, a->m + k * a->ms + l, masked);
+                    v1 = mask_f64(v1, a->m + k * a->ms + l + 4, masked);
+                }
+                v0 = FOLD(s0, v0, PROD, EXCL);
+                v1 = FOLD(s1, v1, PROD, EXCL);
+                if (EXCL && k == 0 && a->empty) {
+                    v0 = _mm256_blendv_pd(v0, masked, _mm256_castsi256_pd(empty_lanes64(a->empty, l)));
+                    v1 = _mm256_blendv_pd(v1, masked, _mm256_castsi256_pd(empty_lanes64(a->empty, l + 4)));
+                }
+                STORE_F64(STREAM, y, v0);
+                STORE_F64(STREAM, y + 4, v1);
+            }
+            _mm256_storeu_pd(acc + l, s0);
+            _mm256_storeu_pd(acc + l + 4, s1);
+        }
+    }
+}
+
+/* the flags as constants: one loop per combination */
+#define DISPATCH(KERNEL, a, acc, from, to, stream)                                                  \
+    do {                                                                                            \
+        const int flags_ = (a)->prod | (a)->excl << 1 | ((a)->xs < 0) << 2 | ((a)->m != NULL) << 3 | \
+                           (stream) << 4;                                                           \
+        for (int v_ = 0; v_ < 32; v_++)                                                             \
+            if (v_ == flags_)                                                                       \
+                KERNEL(a, acc, from, to, v_ & 1, v_ >> 1 & 1, v_ >> 2 & 1, v_ >> 3 & 1, v_ >> 4 & 1); \
+    } while (0)
+
+/* The first of `width` elements from which stores of `width` elements are 32-byte aligned, on every
+ * line at stride `across` and every step at stride `along` (-1: none). back: a store's lowest element
+ * lies width - 1 before the element counted. */
+static int64_t aligned_from(const void *y, int64_t size, int64_t width, int64_t across, int64_t along, int back)
+{
+    if ((across * size) % 32 || (along * size) % 32 || (uintptr_t)y % (uintptr_t)size) return -1;
+    for (int64_t p = 0; p < width; p++) {
+        const int64_t low = back ? -(p + width - 1) : p;
+        if (((uintptr_t)y + (uintptr_t)(low * size)) % 32 == 0) return p;
+    }
+    return -1;
+}
+
+#define ROWS_BODY(KERNEL, SCALAR, SIZE, WIDTH)                                                      \
+    int64_t peel = a->stream ? aligned_from(a->y, SIZE, WIDTH, a->yl, 0, a->ys < 0) : -1;          \
+    const int stream = peel >= 0 && peel + WIDTH <= a->n;                                           \
+    if (!stream) peel = 0;                                                                          \
+    const int64_t end = peel + (a->n - peel) / WIDTH * WIDTH;                                        \
+    SCALAR(a, acc, 0, 8, 0, peel);                                                                  \
+    __m256d v[2] = { _mm256_loadu_pd(acc), _mm256_loadu_pd(acc + 4) };                               \
+    DISPATCH(KERNEL, a, v, peel, end, stream);                                                      \
+    _mm256_storeu_pd(acc, v[0]);                                                                    \
+    _mm256_storeu_pd(acc + 4, v[1]);                                                                \
+    SCALAR(a, acc, 0, 8, end, a->n);
+
+#define COLS_BODY(KERNEL, SCALAR, SIZE, WIDTH)                                                      \
+    int64_t peel = a->stream ? aligned_from(a->y, SIZE, WIDTH, 0, a->ys, 0) : -1;                    \
+    const int stream = peel >= 0 && peel + 8 <= a->lines;                                           \
+    if (!stream) peel = 0;                                                                          \
+    const int64_t end = peel + (a->lines - peel) / 8 * 8;                                            \
+    SCALAR(a, acc, 0, peel, 0, a->n);                                                               \
+    DISPATCH(KERNEL, a, acc, peel, end, stream);                                                    \
+    SCALAR(a, acc, end, a->lines, 0, a->n);
+
+AVX2 static void tile_rows_f32(const cs_float_tile *a, double *acc) { ROWS_BODY(rows_f32, scalar_f32, 4, 8) }
+AVX2 static void tile_rows_f64(const cs_float_tile *a, double *acc) { ROWS_BODY(rows_f64, scalar_f64, 8, 4) }
+AVX2 static void tile_cols_f32(const cs_float_tile *a, double *acc) { COLS_BODY(cols_f32, scalar_f32, 4, 8) }
+AVX2 static void tile_cols_f64(const cs_float_tile *a, double *acc) { COLS_BODY(cols_f64, scalar_f64, 8, 4) }
+
+void cs_cpu_stream_fence(void)
+{
+    _mm_sfence();
+}
+
+int cs_cpu_float_tiles_run(void)
+{
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+int cs_cpu_float_tile(const cs_float_tile *a, double *acc)
+{
+    if (!cs_cpu_float_tiles_run()) return 0;
+    const int along = (a->xs == 1 || a->xs == -1) && a->ys == a->xs && (!a->m || a->ms == a->xs);
+    const int across = a->xl == 1 && a->yl == 1 && (!a->m || a->ml == 1);
+    if (along && a->lines == 8) {
+        if (a->f64) tile_rows_f64(a, acc);
+        else tile_rows_f32(a, acc);
+        return 1;
+    }
+    if (across && a->lines >= 8) {
+        if (a->f64) tile_cols_f64(a, acc);
+        else tile_cols_f32(a, acc);
+        return 1;
+    }
+    return 0;
+}
+#else
+void cs_cpu_stream_fence(void) {}
+
+int cs_cpu_float_tiles_run(void)
+{
+    return 0;
+}
+
+int cs_cpu_float_tile(const cs_float_tile *a, double *acc)
+{
+    (void)a, (void)acc;
+    return 0;
+}
+#endif
