@@ -26,7 +26,7 @@
             if (a->m && !a->m[l * a->ml + k * a->ms]) v = a->prod ? 1.0 : 0.0;                      \
             const double next = a->prod ? acc[l] * v : acc[l] + v;                                  \
             const double out = k == 0 && l < a->empty ? (a->prod ? 1.0 : 0.0) : a->excl ? acc[l] : next; \
-            ((T *)a->y)[l * a->yl + k * a->ys] = (T)out;                                            \
+            if (a->y) ((T *)a->y)[l * a->yl + k * a->ys] = (T)out;                                  \
             acc[l] = next;                                                                          \
         }
 
@@ -107,47 +107,49 @@ AVX2_INLINE __m256i empty_lanes64(int64_t empty, int64_t from)
         EXCL ? prev_ : (acc);                                                                       \
     })
 
-AVX2_INLINE __m256 fold_f32(__m256 v, __m256d *lo, __m256d *hi, const int PROD, const int EXCL)
+/* Eight float64 accumulators and a float32 step folded into them: two AVX2 vectors, or one AVX-512
+ * vector (fewer instructions a step) */
+typedef struct acc8_avx2 {
+    __m256d lo, hi;
+} acc8_avx2;
+typedef __m512d acc8_avx512;
+#define AVX512_INLINE static inline __attribute__((always_inline, target("avx2,fma,avx512f,avx512vl")))
+
+AVX2_INLINE acc8_avx2 load8_avx2(const double *p) { return (acc8_avx2){ _mm256_loadu_pd(p), _mm256_loadu_pd(p + 4) }; }
+AVX2_INLINE void store8_avx2(double *p, acc8_avx2 a) { _mm256_storeu_pd(p, a.lo), _mm256_storeu_pd(p + 4, a.hi); }
+AVX512_INLINE acc8_avx512 load8_avx512(const double *p) { return _mm512_loadu_pd(p); }
+AVX512_INLINE void store8_avx512(double *p, acc8_avx512 a) { _mm512_storeu_pd(p, a); }
+
+AVX2_INLINE __m256 fold8_avx2(__m256 v, acc8_avx2 *acc, const int PROD, const int EXCL)
 {
-    const __m256d a = FOLD(*lo, _mm256_cvtps_pd(_mm256_castps256_ps128(v)), PROD, EXCL);
-    const __m256d b = FOLD(*hi, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)), PROD, EXCL);
+    const __m256d a = FOLD(acc->lo, _mm256_cvtps_pd(_mm256_castps256_ps128(v)), PROD, EXCL);
+    const __m256d b = FOLD(acc->hi, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)), PROD, EXCL);
     return _mm256_set_m128(_mm256_cvtpd_ps(b), _mm256_cvtpd_ps(a));
+}
+
+AVX512_INLINE __m256 fold8_avx512(__m256 v, acc8_avx512 *acc, const int PROD, const int EXCL)
+{
+    const __m512d prev = *acc, w = _mm512_cvtps_pd(v);
+    *acc = PROD ? _mm512_mul_pd(prev, w) : _mm512_add_pd(prev, w);
+    return _mm512_cvtpd_ps(EXCL ? prev : *acc);
 }
 
 #define STORE_F32(STREAM, p, v) (STREAM ? _mm256_stream_ps(p, v) : _mm256_storeu_ps(p, v))
 #define STORE_F64(STREAM, p, v) (STREAM ? _mm256_stream_pd(p, v) : _mm256_storeu_pd(p, v))
 
-/* Rows: the block of 8 steps from step k. BACK: the lines run towards lower addresses, so that a
- * block's lanes hold its steps last first. */
-AVX2_INLINE void row_block_f32(const cs_float_tile *a, __m256d acc[2], int64_t k, const int PROD, const int EXCL,
-                               const int BACK, const int MASKED, const int STREAM)
-{
-    const float *x = a->x;
-    float *y = a->y;
-    const __m256 masked = _mm256_set1_ps(PROD ? 1.0f : 0.0f);
-    const int64_t at = BACK ? -(k + 7) : k; /* the block's lowest element */
-    __m256 r[8];
-    for (int l = 0; l < 8; l++) {
-        r[l] = _mm256_loadu_ps(x + l * a->xl + at);
-        if (MASKED) r[l] = mask_f32(r[l], a->m + l * a->ml + at, masked);
-    }
-    transpose8(r);
-    for (int s = 0; s < 8; s++) {
-        const int j = BACK ? 7 - s : s;
-        r[j] = fold_f32(r[j], &acc[0], &acc[1], PROD, EXCL);
-    }
-    if (EXCL && k == 0 && a->empty) {
-        const int j = BACK ? 7 : 0;
-        r[j] = _mm256_blendv_ps(r[j], masked, _mm256_castsi256_ps(empty_lanes32(a->empty, 0)));
-    }
-    transpose8(r);
-    for (int l = 0; l < 8; l++) STORE_F32(STREAM, y + l * a->yl + at, r[l]);
-}
+/* transpose8 on named vectors: arrays of vectors end up on the stack, named ones in registers */
+#define TRANSPOSE8(r0, r1, r2, r3, r4, r5, r6, r7)                                                   \
+    do {                                                                                            \
+        __m256 t_[8] = { r0, r1, r2, r3, r4, r5, r6, r7 };                                          \
+        transpose8(t_);                                                                             \
+        r0 = t_[0], r1 = t_[1], r2 = t_[2], r3 = t_[3], r4 = t_[4], r5 = t_[5], r6 = t_[6], r7 = t_[7]; \
+    } while (0)
 
 /* rows of float64: the block of 4 steps from step k, lines 0-3 and 4-7 as two transposes */
-AVX2_INLINE void row_block_f64(const cs_float_tile *a, __m256d acc[2], int64_t k, const int PROD, const int EXCL,
-                               const int BACK, const int MASKED, const int STREAM)
+AVX2_INLINE void row_block_f64(const cs_float_tile *a, __m256d *acc_lo, __m256d *acc_hi, int64_t k, const int PROD,
+                               const int EXCL, const int BACK, const int MASKED, const int STREAM)
 {
+    __m256d acc[2] = { *acc_lo, *acc_hi };
     const double *x = a->x;
     double *y = a->y;
     const __m256d masked = _mm256_set1_pd(PROD ? 1.0 : 0.0);
@@ -173,49 +175,113 @@ AVX2_INLINE void row_block_f64(const cs_float_tile *a, __m256d acc[2], int64_t k
         transpose4(r[h]);
         for (int l = 0; l < 4; l++) STORE_F64(STREAM, y + (4 * h + l) * a->yl + at, r[h][l]);
     }
+    *acc_lo = acc[0], *acc_hi = acc[1];
 }
 
 /* Rows, steps [k0, k1) in blocks of W: two blocks an iteration, so that each line's 64 bytes are
  * read and written at once */
-#define ROWS_LOOP(NAME, BLOCK, W)                                                                    \
-    AVX2_INLINE void NAME(const cs_float_tile *a, __m256d acc[2], int64_t k0, int64_t k1, const int PROD, \
-                          const int EXCL, const int BACK, const int MASKED, const int STREAM)          \
-    {                                                                                               \
-        int64_t k = k0;                                                                             \
-        for (; k + 2 * (W) <= k1; k += 2 * (W)) {                                                   \
-            BLOCK(a, acc, k, PROD, EXCL, BACK, MASKED, STREAM);                                     \
-            BLOCK(a, acc, k + (W), PROD, EXCL, BACK, MASKED, STREAM);                               \
-        }                                                                                           \
-        if (k < k1) BLOCK(a, acc, k, PROD, EXCL, BACK, MASKED, STREAM);                              \
-    }
-ROWS_LOOP(rows_f32, row_block_f32, 8)
-ROWS_LOOP(rows_f64, row_block_f64, 4)
-
-/* Columns: lines [l0, l1) (a multiple of 8 of them) over every step, their accumulators in acc[];
- * up to 4 steps a pass, so that an accumulator is loaded and stored once for them */
-AVX2_INLINE void cols_f32(const cs_float_tile *a, double *acc, int64_t l0, int64_t l1, const int PROD,
-                          const int EXCL, const int BACK, const int MASKED, const int STREAM)
+/* Rows of float64, steps [k0, k1) in blocks of 4: two blocks an iteration (64 bytes a line) */
+AVX2_INLINE void rows_f64(const cs_float_tile *a, double *acc, int64_t k0, int64_t k1, const int PROD, const int EXCL,
+                          const int BACK, const int MASKED, const int STREAM)
 {
-    (void)BACK;
-    const __m256 masked = _mm256_set1_ps(PROD ? 1.0f : 0.0f);
-    for (int64_t k0 = 0; k0 < a->n; k0 += 4) {
-        const int ns = a->n - k0 < 4 ? (int)(a->n - k0) : 4;
-        for (int64_t l = l0; l < l1; l += 8) {
-            __m256d lo = _mm256_loadu_pd(acc + l), hi = _mm256_loadu_pd(acc + l + 4);
-            for (int s = 0; s < ns; s++) {
-                const int64_t k = k0 + s;
-                __m256 v = _mm256_loadu_ps((const float *)a->x + k * a->xs + l);
-                if (MASKED) v = mask_f32(v, a->m + k * a->ms + l, masked);
-                v = fold_f32(v, &lo, &hi, PROD, EXCL);
-                if (EXCL && k == 0 && a->empty)
-                    v = _mm256_blendv_ps(v, masked, _mm256_castsi256_ps(empty_lanes32(a->empty, l)));
-                STORE_F32(STREAM, (float *)a->y + k * a->ys + l, v);
-            }
-            _mm256_storeu_pd(acc + l, lo);
-            _mm256_storeu_pd(acc + l + 4, hi);
-        }
+    __m256d lo = _mm256_loadu_pd(acc), hi = _mm256_loadu_pd(acc + 4);
+    int64_t k = k0;
+    for (; k + 8 <= k1; k += 8) {
+        row_block_f64(a, &lo, &hi, k, PROD, EXCL, BACK, MASKED, STREAM);
+        row_block_f64(a, &lo, &hi, k + 4, PROD, EXCL, BACK, MASKED, STREAM);
     }
+    if (k < k1) row_block_f64(a, &lo, &hi, k, PROD, EXCL, BACK, MASKED, STREAM);
+    _mm256_storeu_pd(acc, lo);
+    _mm256_storeu_pd(acc + 4, hi);
 }
+
+/* The float32 kernels, for each of the two accumulator forms */
+/* line l of a row block, its masked-out elements replaced */
+#define ROW_LOAD(l)                                                                                 \
+    (MASKED ? mask_f32(_mm256_loadu_ps(x + (l) * a->xl + at), a->m + (l) * a->ml + at, masked)      \
+            : _mm256_loadu_ps(x + (l) * a->xl + at))
+/* the eight steps of a transposed row block folded in walk order */
+#define F32_STEPS(FOLD8, s0, s1, s2, s3, s4, s5, s6, s7)                                             \
+    (s0 = FOLD8(s0, acc, PROD, EXCL), s1 = FOLD8(s1, acc, PROD, EXCL), s2 = FOLD8(s2, acc, PROD, EXCL), \
+     s3 = FOLD8(s3, acc, PROD, EXCL), s4 = FOLD8(s4, acc, PROD, EXCL), s5 = FOLD8(s5, acc, PROD, EXCL), \
+     s6 = FOLD8(s6, acc, PROD, EXCL), s7 = FOLD8(s7, acc, PROD, EXCL))
+
+#define FLOAT32_KERNELS(ISA, INLINE)                                                                           \
+/* Rows: the block of 8 steps from step k. BACK: the lines run towards lower addresses, so that a              \
+ * block's lanes hold its steps last first. */                                                                 \
+INLINE void row_block_f32##ISA(const cs_float_tile *a, acc8##ISA *acc, int64_t k, const int PROD, const int EXCL, \
+                                   const int BACK, const int MASKED, const int STREAM)                         \
+{                                                                                                              \
+    const float *x = a->x;                                                                                     \
+    float *y = a->y;                                                                                           \
+    const __m256 masked = _mm256_set1_ps(PROD ? 1.0f : 0.0f);                                                  \
+    const int64_t at = BACK ? -(k + 7) : k; /* the block's lowest element */                                   \
+    __m256 r0 = ROW_LOAD(0), r1 = ROW_LOAD(1), r2 = ROW_LOAD(2), r3 = ROW_LOAD(3);                             \
+    __m256 r4 = ROW_LOAD(4), r5 = ROW_LOAD(5), r6 = ROW_LOAD(6), r7 = ROW_LOAD(7);                             \
+    TRANSPOSE8(r0, r1, r2, r3, r4, r5, r6, r7);                                                                \
+    if (BACK) {                                                                                                \
+        F32_STEPS(fold8##ISA, r7, r6, r5, r4, r3, r2, r1, r0);                                                     \
+    } else {                                                                                                   \
+        F32_STEPS(fold8##ISA, r0, r1, r2, r3, r4, r5, r6, r7);                                                     \
+    }                                                                                                          \
+    if (EXCL && k == 0 && a->empty) {                                                                          \
+        const __m256 first = _mm256_castsi256_ps(empty_lanes32(a->empty, 0));                                  \
+        if (BACK) r7 = _mm256_blendv_ps(r7, masked, first);                                                    \
+        else r0 = _mm256_blendv_ps(r0, masked, first);                                                         \
+    }                                                                                                          \
+    TRANSPOSE8(r0, r1, r2, r3, r4, r5, r6, r7);                                                                \
+    STORE_F32(STREAM, y + 0 * a->yl + at, r0);                                                                 \
+    STORE_F32(STREAM, y + 1 * a->yl + at, r1);                                                                 \
+    STORE_F32(STREAM, y + 2 * a->yl + at, r2);                                                                 \
+    STORE_F32(STREAM, y + 3 * a->yl + at, r3);                                                                 \
+    STORE_F32(STREAM, y + 4 * a->yl + at, r4);                                                                 \
+    STORE_F32(STREAM, y + 5 * a->yl + at, r5);                                                                 \
+    STORE_F32(STREAM, y + 6 * a->yl + at, r6);                                                                 \
+    STORE_F32(STREAM, y + 7 * a->yl + at, r7);                                                                 \
+}                                                                                                              \
+                                                                                                               \
+/* Rows, steps [k0, k1) in blocks of 8: two blocks an iteration, so that each line's 64 bytes are              \
+ * read and written at once */                                                                                 \
+INLINE void rows_f32##ISA(const cs_float_tile *a, double *acc, int64_t k0, int64_t k1, const int PROD, const int EXCL, \
+                          const int BACK, const int MASKED, const int STREAM)                                  \
+{                                                                                                              \
+    acc8##ISA s8 = load8##ISA(acc);                                                                            \
+    int64_t k = k0;                                                                                            \
+    for (; k + 16 <= k1; k += 16) {                                                                            \
+        row_block_f32##ISA(a, &s8, k, PROD, EXCL, BACK, MASKED, STREAM);                                       \
+        row_block_f32##ISA(a, &s8, k + 8, PROD, EXCL, BACK, MASKED, STREAM);                                   \
+    }                                                                                                          \
+    if (k < k1) row_block_f32##ISA(a, &s8, k, PROD, EXCL, BACK, MASKED, STREAM);                               \
+    store8##ISA(acc, s8);                                                                                      \
+}                                                                                                              \
+                                                                                                               \
+/* Columns: lines [l0, l1) (a multiple of 8 of them) over every step, their accumulators in acc[];             \
+ * up to 4 steps a pass, so that an accumulator is loaded and stored once for them */                          \
+INLINE void cols_f32##ISA(const cs_float_tile *a, double *acc, int64_t l0, int64_t l1, const int PROD,         \
+                              const int EXCL, const int BACK, const int MASKED, const int STREAM)              \
+{                                                                                                              \
+    (void)BACK;                                                                                                \
+    const __m256 masked = _mm256_set1_ps(PROD ? 1.0f : 0.0f);                                                  \
+    for (int64_t k0 = 0; k0 < a->n; k0 += 4) {                                                                 \
+        const int ns = a->n - k0 < 4 ? (int)(a->n - k0) : 4;                                                   \
+        for (int64_t l = l0; l < l1; l += 8) {                                                                 \
+            acc8##ISA s8 = load8##ISA(acc + l);                                                                \
+            for (int s = 0; s < ns; s++) {                                                                     \
+                const int64_t k = k0 + s;                                                                      \
+                __m256 v = _mm256_loadu_ps((const float *)a->x + k * a->xs + l);                               \
+                if (MASKED) v = mask_f32(v, a->m + k * a->ms + l, masked);                                     \
+                v = fold8##ISA(v, &s8, PROD, EXCL);                                                            \
+                if (EXCL && k == 0 && a->empty)                                                                \
+                    v = _mm256_blendv_ps(v, masked, _mm256_castsi256_ps(empty_lanes32(a->empty, l)));          \
+                STORE_F32(STREAM, (float *)a->y + k * a->ys + l, v);                                           \
+            }                                                                                                  \
+            store8##ISA(acc + l, s8);                                                                          \
+        }                                                                                                      \
+    }                                                                                                          \
+}                                                                                                              \
+
+FLOAT32_KERNELS(_avx2, AVX2_INLINE)
+FLOAT32_KERNELS(_avx512, AVX512_INLINE)
 
 AVX2_INLINE void cols_f64(const cs_float_tile *a, double *acc, int64_t l0, int64_t l1, const int PROD,
                           const int EXCL, const int BACK, const int MASKED, const int STREAM)
@@ -250,6 +316,30 @@ AVX2_INLINE void cols_f64(const cs_float_tile *a, double *acc, int64_t l0, int64
     }
 }
 
+/* Columns' totals alone (no output): lines [0, lines) over every step, 4 steps a pass */
+#define COLS_TOTAL(NAME, T, LOAD, W)                                                                 \
+    AVX2_INLINE void NAME(const cs_float_tile *a, double *acc, const int PROD, const int MASKED)     \
+    {                                                                                               \
+        const __m256d masked = _mm256_set1_pd(PROD ? 1.0 : 0.0);                                    \
+        const int64_t end = a->lines / 4 * 4;                                                       \
+        for (int64_t k0 = 0; k0 < a->n; k0 += 4) {                                                  \
+            const int ns = a->n - k0 < 4 ? (int)(a->n - k0) : 4;                                    \
+            for (int64_t l = 0; l < end; l += 4) {                                                  \
+                __m256d s = _mm256_loadu_pd(acc + l);                                               \
+                for (int j = 0; j < ns; j++) {                                                      \
+                    const int64_t k = k0 + j;                                                       \
+                    __m256d v = LOAD((const T *)a->x + k * a->xs + l);                              \
+                    if (MASKED) v = mask_f64(v, a->m + k * a->ms + l, masked);                      \
+                    s = PROD ? _mm256_mul_pd(s, v) : _mm256_add_pd(s, v);                            \
+                }                                                                                   \
+                _mm256_storeu_pd(acc + l, s);                                                       \
+            }                                                                                       \
+        }                                                                                           \
+    }
+#define LOAD_F32_AS_F64(p) _mm256_cvtps_pd(_mm_loadu_ps(p))
+COLS_TOTAL(cols_total_f32, float, LOAD_F32_AS_F64, 4)
+COLS_TOTAL(cols_total_f64, double, _mm256_loadu_pd, 4)
+
 /* the flags as constants: one loop per combination */
 #define DISPATCH(KERNEL, a, acc, from, to, stream)                                                  \
     do {                                                                                            \
@@ -279,10 +369,7 @@ static int64_t aligned_from(const void *y, int64_t size, int64_t width, int64_t 
     if (!stream) peel = 0;                                                                          \
     const int64_t end = peel + (a->n - peel) / WIDTH * WIDTH;                                        \
     SCALAR(a, acc, 0, 8, 0, peel);                                                                  \
-    __m256d v[2] = { _mm256_loadu_pd(acc), _mm256_loadu_pd(acc + 4) };                               \
-    DISPATCH(KERNEL, a, v, peel, end, stream);                                                      \
-    _mm256_storeu_pd(acc, v[0]);                                                                    \
-    _mm256_storeu_pd(acc + 4, v[1]);                                                                \
+    DISPATCH(KERNEL, a, acc, peel, end, stream);                                                    \
     SCALAR(a, acc, 0, 8, end, a->n);
 
 #define COLS_BODY(KERNEL, SCALAR, SIZE, WIDTH)                                                      \
@@ -294,10 +381,30 @@ static int64_t aligned_from(const void *y, int64_t size, int64_t width, int64_t 
     DISPATCH(KERNEL, a, acc, peel, end, stream);                                                    \
     SCALAR(a, acc, end, a->lines, 0, a->n);
 
-AVX2 static void tile_rows_f32(const cs_float_tile *a, double *acc) { ROWS_BODY(rows_f32, scalar_f32, 4, 8) }
-AVX2 static void tile_rows_f64(const cs_float_tile *a, double *acc) { ROWS_BODY(rows_f64, scalar_f64, 8, 4) }
-AVX2 static void tile_cols_f32(const cs_float_tile *a, double *acc) { COLS_BODY(cols_f32, scalar_f32, 4, 8) }
-AVX2 static void tile_cols_f64(const cs_float_tile *a, double *acc) { COLS_BODY(cols_f64, scalar_f64, 8, 4) }
+#define TOTAL_BODY(KERNEL, SCALAR)                                                                  \
+    const int64_t end = a->lines / 4 * 4;                                                            \
+    if (a->prod && a->m) KERNEL(a, acc, 1, 1);                                                       \
+    else if (a->prod) KERNEL(a, acc, 1, 0);                                                          \
+    else if (a->m) KERNEL(a, acc, 0, 1);                                                             \
+    else KERNEL(a, acc, 0, 0);                                                                       \
+    SCALAR(a, acc, end, a->lines, 0, a->n);
+
+/* The entry points, twice: for AVX2, and for AVX-512VL, whose 32 vector registers hold a block of
+ * rows and its transposes without spilling them to the stack */
+typedef void (*tile_fn)(const cs_float_tile *, double *);
+enum { TOTAL_COLS, TILE_ROWS, TILE_COLS, KINDS };
+#define ENTRIES(SUFFIX, TARGET)                                                                     \
+    TARGET static void total_cols_f32##SUFFIX(const cs_float_tile *a, double *acc) { TOTAL_BODY(cols_total_f32, scalar_f32) } \
+    TARGET static void total_cols_f64##SUFFIX(const cs_float_tile *a, double *acc) { TOTAL_BODY(cols_total_f64, scalar_f64) } \
+    TARGET static void tile_rows_f32##SUFFIX(const cs_float_tile *a, double *acc) { ROWS_BODY(rows_f32##SUFFIX, scalar_f32, 4, 8) }  \
+    TARGET static void tile_rows_f64##SUFFIX(const cs_float_tile *a, double *acc) { ROWS_BODY(rows_f64, scalar_f64, 8, 4) }  \
+    TARGET static void tile_cols_f32##SUFFIX(const cs_float_tile *a, double *acc) { COLS_BODY(cols_f32##SUFFIX, scalar_f32, 4, 8) }  \
+    TARGET static void tile_cols_f64##SUFFIX(const cs_float_tile *a, double *acc) { COLS_BODY(cols_f64, scalar_f64, 8, 4) }  \
+    static const tile_fn entries##SUFFIX[KINDS][2] = { { total_cols_f32##SUFFIX, total_cols_f64##SUFFIX },              \
+                                                      { tile_rows_f32##SUFFIX, tile_rows_f64##SUFFIX },                \
+                                                      { tile_cols_f32##SUFFIX, tile_cols_f64##SUFFIX } };
+ENTRIES(_avx2, AVX2)
+ENTRIES(_avx512, __attribute__((target("avx2,fma,avx512f,avx512vl"))))
 
 void cs_cpu_stream_fence(void)
 {
@@ -314,17 +421,20 @@ int cs_cpu_float_tile(const cs_float_tile *a, double *acc)
     if (!cs_cpu_float_tiles_run()) return 0;
     const int along = (a->xs == 1 || a->xs == -1) && a->ys == a->xs && (!a->m || a->ms == a->xs);
     const int across = a->xl == 1 && a->yl == 1 && (!a->m || a->ml == 1);
-    if (along && a->lines == 8) {
-        if (a->f64) tile_rows_f64(a, acc);
-        else tile_rows_f32(a, acc);
-        return 1;
+    int kind;
+    if (!a->y) { /* totals alone: columns */
+        if (!across || a->lines < 4) return 0;
+        kind = TOTAL_COLS;
+    } else if (along && a->lines == 8) {
+        kind = TILE_ROWS;
+    } else if (across && a->lines >= 8) {
+        kind = TILE_COLS;
+    } else {
+        return 0;
     }
-    if (across && a->lines >= 8) {
-        if (a->f64) tile_cols_f64(a, acc);
-        else tile_cols_f32(a, acc);
-        return 1;
-    }
-    return 0;
+    const tile_fn *entries = __builtin_cpu_supports("avx512vl") ? entries_avx512[kind] : entries_avx2[kind];
+    entries[a->f64 != 0](a, acc);
+    return 1;
 }
 #else
 void cs_cpu_stream_fence(void) {}

@@ -449,8 +449,8 @@ typedef struct segment {
             const unsigned char *mt = m ? m + k0 * w->sx[1] : 0;                                           \
             OUT_T *yt = y + k0 * w->sx[2];                                                                 \
             int64_t xr = w->sx[0], mr = w->sx[1];                                                          \
-            if (!totals && w->float_tiles) { /* in registers, where it can */                             \
-                const cs_float_tile ft = { xt, mt, yt, w->ix[0], w->ix[1], w->ix[2], xr, mr, w->sx[2], nc, kn, \
+            if (w->float_tiles) { /* in registers, where it can */                                         \
+                const cs_float_tile ft = { xt, mt, totals ? NULL : yt, w->ix[0], w->ix[1], w->ix[2], xr, mr, w->sx[2], nc, kn, \
                                            excl && k0 == 0 && !p->initial ? (first < nc ? first : nc) : 0, \
                                            p->in_dtype == CS_FLOAT64, p->op == CS_SCAN_PROD, excl, w->stream }; \
                 if (!w->staged[0]) prefetch_rows(xt, xr * (int64_t)sizeof *xt, kn, nc * (int64_t)sizeof *xt, 0); \

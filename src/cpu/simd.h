@@ -27,7 +27,7 @@ void cs_cpu_transpose(const void *src, int64_t ss, void *dst, int64_t ds, int64_
 typedef struct cs_float_tile {
     const void *x;
     const unsigned char *m; /* NULL: unmasked */
-    void *y;
+    void *y;                /* NULL: the lines' totals alone, into acc (columns) */
     int64_t xl, ml, yl, xs, ms, ys, lines, n;
     int64_t empty; /* lines [0, empty) start at step 0: an exclusive scan's first output there is empty */
     int f64, prod, excl, stream;
