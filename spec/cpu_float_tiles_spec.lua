@@ -1,5 +1,6 @@
 -- The CPU's float tiles (src/cpu/float_tiles.c): float32 and float64 sums and products of rows
--- (eight lines transposed in registers) and of columns (lines next to each other), with streaming
+-- (eight lines transposed in registers), of columns (lines next to each other) and, for float32, of
+-- rows read from or written to a transposed tensor (one transpose a block), with streaming
 -- stores once the output outgrows the caches (more than 32 MiB always does). Each output must be
 -- the in-order float64 prefix of its line rounded once, bit for bit: checked on whole lines against
 -- plain Lua, and on the whole tensor against the same scan of the same values through a view with
@@ -58,11 +59,23 @@ local FLAGS = {
   { reverse = true, exclusive = true, masked = true }, { op = "prod" }, { op = "prod", reverse = true, exclusive = true },
 }
 
-local function check(rng, dtype, dim, shape, o, stream)
+-- a tensor of `shape` whose memory runs the other way (its transpose is contiguous)
+local function transposed(t)
+  return t:transpose(1, 2):contiguous():transpose(1, 2)
+end
+
+-- layout: nil (x, mask and out alike), "x transposed" (x and mask transposed, out contiguous) or
+-- "out transposed" (out transposed)
+local function check(rng, dtype, dim, shape, o, stream, layout)
   local x = cs.rand(shape, { seed = rng:next(), dtype = dtype, device = "cpu" }) * 2 - 1
   if o.op == "prod" then x = x * 1e-3 + 1 end
   local mask = o.masked and cs.rand(shape, { seed = rng:next(), device = "cpu" }):lt(0.6) or nil
   local out = cs.empty(shape, { dtype = dtype, device = "cpu" }):fill(0 / 0)
+  if layout == "x transposed" then
+    x, mask = transposed(x), mask and transposed(mask)
+  elseif layout == "out transposed" then
+    out = transposed(out)
+  end
   local plan = cs.explain(x, dim, { op = o.op == "prod" and "cumprod" or "cumsum", reverse = o.reverse,
                                     exclusive = o.exclusive, mask = mask })
   if TILES_RUN then
@@ -103,6 +116,19 @@ describe("the CPU's float tiles", function()
         end)
       end)
     end
+  end
+
+  for _, layout in ipairs({ "x transposed", "out transposed" }) do
+    it(("float32 rows with %s, odd sizes and every flag, then streaming, bit for bit"):format(layout), function()
+      H.with_rng("float tiles mixed " .. layout, function(rng)
+        for _, o in ipairs(FLAGS) do
+          check(rng, "float32", 2, { rng:int(9, 130), rng:int(900, 1100) }, o, false, layout)
+        end
+        for _, k in ipairs({ 1, rng:int(2, #FLAGS), #FLAGS - 2 }) do
+          check(rng, "float32", 2, { 1031, 8195 }, FLAGS[k], true, layout)
+        end
+      end)
+    end)
   end
 
   it("streams into an output view whose lines start off the alignment, and scans in place", function()

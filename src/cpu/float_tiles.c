@@ -2,7 +2,9 @@
  * rows     eight lines whose elements lie next to each other: a block of steps of the eight lines is
  *          loaded, transposed so that one vector holds one step of every line, folded, transposed
  *          back and stored, without the buffers of the generic walk;
- * columns  lines next to each other: each step of every line is one run of vectors.
+ * columns  lines next to each other: each step of every line is one run of vectors;
+ * mixed    float32 lines along the scan on one side and next to each other on the other (a
+ *          transposed input into a contiguous result, or the reverse): one transpose a block.
  * Every output is the in-order float64 prefix of its line rounded once, as in the other walks.
  * Stores bypass the caches (streaming stores) when the caller says the output is larger than they
  * are and the stores can be aligned: the output is then written once instead of read, merged and
@@ -220,9 +222,9 @@ INLINE void row_block_f32##ISA(const cs_float_tile *a, acc8##ISA *acc, int64_t k
     __m256 r4 = ROW_LOAD(4), r5 = ROW_LOAD(5), r6 = ROW_LOAD(6), r7 = ROW_LOAD(7);                             \
     TRANSPOSE8(r0, r1, r2, r3, r4, r5, r6, r7);                                                                \
     if (BACK) {                                                                                                \
-        F32_STEPS(fold8##ISA, r7, r6, r5, r4, r3, r2, r1, r0);                                                     \
+        F32_STEPS(fold8##ISA, r7, r6, r5, r4, r3, r2, r1, r0);                                                 \
     } else {                                                                                                   \
-        F32_STEPS(fold8##ISA, r0, r1, r2, r3, r4, r5, r6, r7);                                                     \
+        F32_STEPS(fold8##ISA, r0, r1, r2, r3, r4, r5, r6, r7);                                                 \
     }                                                                                                          \
     if (EXCL && k == 0 && a->empty) {                                                                          \
         const __m256 first = _mm256_castsi256_ps(empty_lanes32(a->empty, 0));                                  \
@@ -279,6 +281,91 @@ INLINE void cols_f32##ISA(const cs_float_tile *a, double *acc, int64_t l0, int64
         }                                                                                                      \
     }                                                                                                          \
 }                                                                                                              \
+                                                                                                               \
+/* Mixed tiles: one side's lines along the scan, the other's next to each other (a transposed input            \
+ * into a contiguous result, or the other way round), so that one transpose suffices. The block of 8           \
+ * steps from step k of lines [l, l + 8); XROWS: x's lines along the scan (y's next to each other),            \
+ * else the other way round. w0..w7 hold the block's steps in walk order. */                                   \
+INLINE void mixed_block_f32##ISA(const cs_float_tile *a, acc8##ISA *acc, int64_t k, int64_t l, const int PROD, \
+                                 const int EXCL, const int BACK, const int MASKED, const int STREAM, const int XROWS) \
+{                                                                                                              \
+    const __m256 masked = _mm256_set1_ps(PROD ? 1.0f : 0.0f);                                                  \
+    const int64_t at = BACK ? -(k + 7) : k; /* a line's lowest element of the block */                         \
+    __m256 w0, w1, w2, w3, w4, w5, w6, w7;                                                                     \
+    if (XROWS) {                                                                                               \
+        const float *x = (const float *)a->x + l * a->xl;                                                      \
+        const unsigned char *m = MASKED ? a->m + l * a->ml : NULL;                                             \
+        __m256 r[8];                                                                                           \
+        for (int i = 0; i < 8; i++) {                                                                          \
+            r[i] = _mm256_loadu_ps(x + i * a->xl + at);                                                        \
+            if (MASKED) r[i] = mask_f32(r[i], m + i * a->ml + at, masked);                                     \
+        }                                                                                                      \
+        __m256 r0 = r[0], r1 = r[1], r2 = r[2], r3 = r[3], r4 = r[4], r5 = r[5], r6 = r[6], r7 = r[7];         \
+        TRANSPOSE8(r0, r1, r2, r3, r4, r5, r6, r7);                                                            \
+        w0 = BACK ? r7 : r0, w1 = BACK ? r6 : r1, w2 = BACK ? r5 : r2, w3 = BACK ? r4 : r3;                    \
+        w4 = BACK ? r3 : r4, w5 = BACK ? r2 : r5, w6 = BACK ? r1 : r6, w7 = BACK ? r0 : r7;                    \
+    } else {                                                                                                   \
+        __m256 v[8];                                                                                           \
+        for (int s = 0; s < 8; s++) {                                                                          \
+            v[s] = _mm256_loadu_ps((const float *)a->x + (k + s) * a->xs + l);                                 \
+            if (MASKED) v[s] = mask_f32(v[s], a->m + (k + s) * a->ms + l, masked);                             \
+        }                                                                                                      \
+        w0 = v[0], w1 = v[1], w2 = v[2], w3 = v[3], w4 = v[4], w5 = v[5], w6 = v[6], w7 = v[7];                \
+    }                                                                                                          \
+    F32_STEPS(fold8##ISA, w0, w1, w2, w3, w4, w5, w6, w7);                                                     \
+    if (EXCL && k == 0 && a->empty)                                                                            \
+        w0 = _mm256_blendv_ps(w0, masked, _mm256_castsi256_ps(empty_lanes32(a->empty, l)));                    \
+    if (XROWS) {                                                                                               \
+        float *y = (float *)a->y + l;                                                                          \
+        STORE_F32(STREAM, y + (k + 0) * a->ys, w0), STORE_F32(STREAM, y + (k + 1) * a->ys, w1);                \
+        STORE_F32(STREAM, y + (k + 2) * a->ys, w2), STORE_F32(STREAM, y + (k + 3) * a->ys, w3);                \
+        STORE_F32(STREAM, y + (k + 4) * a->ys, w4), STORE_F32(STREAM, y + (k + 5) * a->ys, w5);                \
+        STORE_F32(STREAM, y + (k + 6) * a->ys, w6), STORE_F32(STREAM, y + (k + 7) * a->ys, w7);                \
+    } else {                                                                                                   \
+        float *y = (float *)a->y + l * a->yl + at;                                                             \
+        __m256 q0 = BACK ? w7 : w0, q1 = BACK ? w6 : w1, q2 = BACK ? w5 : w2, q3 = BACK ? w4 : w3;             \
+        __m256 q4 = BACK ? w3 : w4, q5 = BACK ? w2 : w5, q6 = BACK ? w1 : w6, q7 = BACK ? w0 : w7;             \
+        TRANSPOSE8(q0, q1, q2, q3, q4, q5, q6, q7);                                                            \
+        STORE_F32(STREAM, y + 0 * a->yl, q0), STORE_F32(STREAM, y + 1 * a->yl, q1);                            \
+        STORE_F32(STREAM, y + 2 * a->yl, q2), STORE_F32(STREAM, y + 3 * a->yl, q3);                            \
+        STORE_F32(STREAM, y + 4 * a->yl, q4), STORE_F32(STREAM, y + 5 * a->yl, q5);                            \
+        STORE_F32(STREAM, y + 6 * a->yl, q6), STORE_F32(STREAM, y + 7 * a->yl, q7);                            \
+    }                                                                                                          \
+}                                                                                                              \
+                                                                                                               \
+/* mixed tiles: steps [k0, k1) (a multiple of 8 of them) of every whole group of 8 lines, two groups           \
+ * side by side and, where the other side's lines run along the scan, two blocks of steps each, so             \
+ * that every 64-byte line is read or written whole at once (a half line read now and half later               \
+ * comes from memory twice; streaming stores of half lines go out half empty) */                               \
+INLINE void mixed_f32##ISA(const cs_float_tile *a, double *acc, int64_t k0, int64_t k1, const int PROD,        \
+                           const int EXCL, const int BACK, const int MASKED, const int STREAM, const int XROWS) \
+{                                                                                                              \
+    int64_t l0 = 0;                                                                                            \
+    for (; l0 + 16 <= a->lines; l0 += 16) {                                                                    \
+        acc8##ISA s0 = load8##ISA(acc + l0), s1 = load8##ISA(acc + l0 + 8);                                    \
+        int64_t k = k0;                                                                                        \
+        if (!XROWS)                                                                                            \
+            for (; k + 16 <= k1; k += 16) {                                                                    \
+                mixed_block_f32##ISA(a, &s0, k, l0, PROD, EXCL, BACK, MASKED, STREAM, XROWS);                  \
+                mixed_block_f32##ISA(a, &s1, k, l0 + 8, PROD, EXCL, BACK, MASKED, STREAM, XROWS);              \
+                mixed_block_f32##ISA(a, &s0, k + 8, l0, PROD, EXCL, BACK, MASKED, STREAM, XROWS);              \
+                mixed_block_f32##ISA(a, &s1, k + 8, l0 + 8, PROD, EXCL, BACK, MASKED, STREAM, XROWS);          \
+            }                                                                                                  \
+        for (; k < k1; k += 8) {                                                                               \
+            mixed_block_f32##ISA(a, &s0, k, l0, PROD, EXCL, BACK, MASKED, STREAM, XROWS);                      \
+            mixed_block_f32##ISA(a, &s1, k, l0 + 8, PROD, EXCL, BACK, MASKED, STREAM, XROWS);                  \
+        }                                                                                                      \
+        store8##ISA(acc + l0, s0);                                                                             \
+        store8##ISA(acc + l0 + 8, s1);                                                                         \
+    }                                                                                                          \
+    for (int64_t l = l0; l + 8 <= a->lines; l += 8) {                                                          \
+        acc8##ISA s8 = load8##ISA(acc + l);                                                                    \
+        for (int64_t k = k0; k < k1; k += 8)                                                                   \
+            mixed_block_f32##ISA(a, &s8, k, l, PROD, EXCL, BACK, MASKED, STREAM, XROWS);                       \
+        store8##ISA(acc + l, s8);                                                                              \
+    }                                                                                                          \
+}                                                                                                              \
+
 
 FLOAT32_KERNELS(_avx2, AVX2_INLINE)
 FLOAT32_KERNELS(_avx512, AVX512_INLINE)
@@ -389,10 +476,28 @@ static int64_t aligned_from(const void *y, int64_t size, int64_t width, int64_t 
     else KERNEL(a, acc, 0, 0);                                                                       \
     SCALAR(a, acc, end, a->lines, 0, a->n);
 
+/* mixed tiles: streaming where y's stores are aligned for every group of 8 lines (y next to each
+ * other) or after a peel of steps (y along the scan) */
+#define MIXED_BODY(KERNEL, SCALAR)                                                                  \
+    const int xrows = a->xs == 1 || a->xs == -1;                                                    \
+    int64_t peel = -1;                                                                              \
+    if (a->stream && xrows) peel = aligned_from(a->y, 4, 8, 0, a->ys, 0) == 0 ? 0 : -1;             \
+    else if (a->stream) peel = aligned_from(a->y, 4, 8, a->yl, 0, a->ys < 0);                        \
+    const int stream = peel >= 0 && peel + 8 <= a->n;                                               \
+    if (!stream) peel = 0;                                                                          \
+    const int64_t end = peel + (a->n - peel) / 8 * 8, groups = a->lines / 8 * 8;                     \
+    SCALAR(a, acc, 0, groups, 0, peel);                                                             \
+    const int flags_ = a->prod | a->excl << 1 | (a->xs < 0) << 2 | (a->m != NULL) << 3 | stream << 4 | xrows << 5; \
+    for (int v_ = 0; v_ < 64; v_++)                                                                 \
+        if (v_ == flags_)                                                                           \
+            KERNEL(a, acc, peel, end, v_ & 1, v_ >> 1 & 1, v_ >> 2 & 1, v_ >> 3 & 1, v_ >> 4 & 1, v_ >> 5 & 1); \
+    SCALAR(a, acc, 0, groups, end, a->n);                                                           \
+    SCALAR(a, acc, groups, a->lines, 0, a->n);
+
 /* The entry points, twice: for AVX2, and for AVX-512VL, whose 32 vector registers hold a block of
  * rows and its transposes without spilling them to the stack */
 typedef void (*tile_fn)(const cs_float_tile *, double *);
-enum { TOTAL_COLS, TILE_ROWS, TILE_COLS, KINDS };
+enum { TOTAL_COLS, TILE_ROWS, TILE_COLS, TILE_MIXED, KINDS };
 #define ENTRIES(SUFFIX, TARGET)                                                                     \
     TARGET static void total_cols_f32##SUFFIX(const cs_float_tile *a, double *acc) { TOTAL_BODY(cols_total_f32, scalar_f32) } \
     TARGET static void total_cols_f64##SUFFIX(const cs_float_tile *a, double *acc) { TOTAL_BODY(cols_total_f64, scalar_f64) } \
@@ -400,9 +505,11 @@ enum { TOTAL_COLS, TILE_ROWS, TILE_COLS, KINDS };
     TARGET static void tile_rows_f64##SUFFIX(const cs_float_tile *a, double *acc) { ROWS_BODY(rows_f64, scalar_f64, 8, 4) }  \
     TARGET static void tile_cols_f32##SUFFIX(const cs_float_tile *a, double *acc) { COLS_BODY(cols_f32##SUFFIX, scalar_f32, 4, 8) }  \
     TARGET static void tile_cols_f64##SUFFIX(const cs_float_tile *a, double *acc) { COLS_BODY(cols_f64, scalar_f64, 8, 4) }  \
+    TARGET static void tile_mixed_f32##SUFFIX(const cs_float_tile *a, double *acc) { MIXED_BODY(mixed_f32##SUFFIX, scalar_f32) } \
     static const tile_fn entries##SUFFIX[KINDS][2] = { { total_cols_f32##SUFFIX, total_cols_f64##SUFFIX },              \
                                                       { tile_rows_f32##SUFFIX, tile_rows_f64##SUFFIX },                \
-                                                      { tile_cols_f32##SUFFIX, tile_cols_f64##SUFFIX } };
+                                                      { tile_cols_f32##SUFFIX, tile_cols_f64##SUFFIX },                \
+                                                      { tile_mixed_f32##SUFFIX, NULL } };
 ENTRIES(_avx2, AVX2)
 ENTRIES(_avx512, __attribute__((target("avx2,fma,avx512f,avx512vl"))))
 
@@ -419,7 +526,8 @@ int cs_cpu_float_tiles_run(void)
 int cs_cpu_float_tile(const cs_float_tile *a, double *acc)
 {
     if (!cs_cpu_float_tiles_run()) return 0;
-    const int along = (a->xs == 1 || a->xs == -1) && a->ys == a->xs && (!a->m || a->ms == a->xs);
+    const int x_along = (a->xs == 1 || a->xs == -1) && (!a->m || a->ms == a->xs);
+    const int along = x_along && a->ys == a->xs;
     const int across = a->xl == 1 && a->yl == 1 && (!a->m || a->ml == 1);
     int kind;
     if (!a->y) { /* totals alone: columns */
@@ -429,6 +537,9 @@ int cs_cpu_float_tile(const cs_float_tile *a, double *acc)
         kind = TILE_ROWS;
     } else if (across && a->lines >= 8) {
         kind = TILE_COLS;
+    } else if (!a->f64 && a->lines >= 8 && ((x_along && a->yl == 1) ||
+                                            (a->xl == 1 && (!a->m || a->ml == 1) && (a->ys == 1 || a->ys == -1)))) {
+        kind = TILE_MIXED;
     } else {
         return 0;
     }

@@ -213,8 +213,12 @@ static void plan_walk(const cs_scan_plan *p, walk_layout *w)
         if (!w->staged[o] || w->sx[o] != w->sx[0]) rows = 0;
         if (w->staged[o] || w->ix[o] != 1) cols = 0;
     }
+    /* mixed (float32): x along the scan and out next to each other, or the other way round */
+    int mixed = p->in_dtype == CS_FLOAT32 && w->staged[0] != w->staged[2] && w->ix[w->staged[0] ? 2 : 0] == 1;
+    if (w->masked && (w->staged[1] != w->staged[0] || (!w->staged[1] && w->ix[1] != 1))) mixed = 0;
     if (w->split == SPLIT_SEGMENTS || (!w->split && !w->tiles)) rows = cols = 0;
-    w->float_tiles = w->float_tiles && (rows || cols);
+    if (w->split || !w->tiles) mixed = 0;
+    w->float_tiles = w->float_tiles && (rows || cols || mixed);
     w->stream = w->nlines * w->len * (int64_t)cs_dtype_size(p->out_dtype) >= cache_bytes();
 }
 
