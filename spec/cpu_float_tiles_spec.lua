@@ -1,4 +1,5 @@
--- The CPU's float tiles (src/cpu/float_tiles.c): float32 and float64 sums and products of rows
+-- The CPU's float tiles (src/cpu/float_tiles.c): float32, float64, float16 and bfloat16 sums and
+-- products of rows
 -- (eight lines transposed in registers), of columns (lines next to each other) and, for float32, of
 -- rows read from or written to a transposed tensor (one transpose a block), with streaming
 -- stores once the output outgrows the caches (more than 32 MiB always does). Each output must be
@@ -39,7 +40,8 @@ local function line_ref(xs, mask, o, dtype)
     local before = acc
     if prod then acc = acc * v else acc = acc + v end
     local y = o.exclusive and (k == 1 and (prod and 1.0 or 0.0) or before) or acc
-    out[i] = dtype == "float32" and H.f32(y) or y
+    if dtype == "float32" then y = H.f32(y) elseif dtype ~= "float64" then y = H.round_half(y, dtype) end
+    out[i] = y
   end
   return out
 end
@@ -95,7 +97,7 @@ local function check(rng, dtype, dim, shape, o, stream, layout)
 end
 
 describe("the CPU's float tiles", function()
-  for _, dtype in ipairs({ "float32", "float64" }) do
+  for _, dtype in ipairs({ "float32", "float64", "float16", "bfloat16" }) do
     for _, dim in ipairs({ 2, 1 }) do
       local layout = dim == 2 and "rows" or "columns"
       it(("%s %s of odd sizes, every flag, bit for bit"):format(dtype, layout), function()
@@ -109,7 +111,7 @@ describe("the CPU's float tiles", function()
 
       it(("%s %s larger than the caches, streaming, bit for bit"):format(dtype, layout), function()
         H.with_rng("float tiles large " .. dtype .. layout, function(rng)
-          local lines, len = dtype == "float32" and 1031 or 515, 8195 -- 33.8 MB out
+          local lines, len = ({ float32 = 1031, float64 = 515, float16 = 2062, bfloat16 = 2062 })[dtype], 8195 -- 33.8 MB out
           for _, k in ipairs({ 1, rng:int(2, #FLAGS), #FLAGS - 2 }) do
             check(rng, dtype, dim, dim == 2 and { lines, len } or { len, lines }, FLAGS[k], true)
           end
@@ -126,6 +128,44 @@ describe("the CPU's float tiles", function()
         end
         for _, k in ipairs({ 1, rng:int(2, #FLAGS), #FLAGS - 2 }) do
           check(rng, "float32", 2, { 1031, 8195 }, FLAGS[k], true, layout)
+        end
+      end)
+    end)
+  end
+
+  -- prefixes on and next to the half types' ties and past their range: a float32 rounded to nearest
+  -- on the way would move 1 + 2^-11 + 2^-24 onto a tie that float16 then breaks downwards
+  local HARD = {
+    float16 = { 1, 2 ^ -11, 2 ^ -24, -2 ^ -24, 2 ^ -10, 0.5, 65504, -65504, 2 ^ -14, 3 },
+    bfloat16 = { 1, 2 ^ -8, 2 ^ -30, -2 ^ -133, 2 ^ -7, 0.5, 3.3e38, -3.3e38, 2 ^ -126, 3 },
+  }
+  for _, dtype in ipairs({ "float16", "bfloat16" }) do
+    it(dtype .. " rows and columns round the float64 prefix once, at ties and past the range", function()
+      H.with_rng("float tiles hard " .. dtype, function(rng)
+        local vals = HARD[dtype]
+        for _, dim in ipairs({ 2, 1 }) do
+          for _, o in ipairs({ {}, { reverse = true, exclusive = true } }) do
+            local lines, len = 16, 203
+            local rows = {}
+            for i = 1, lines do
+              rows[i] = {}
+              for k = 1, len do rows[i][k] = rng:pick(vals) end
+              -- from a line's start (either end): 1 + half a place + a little, just above a tie
+              local sign, at = rng:pick({ 1, -1 }), o.reverse and { len, len - 1, len - 2 } or { 1, 2, 3 }
+              rows[i][at[1]], rows[i][at[2]], rows[i][at[3]] = sign, sign * vals[2], sign * vals[3]
+            end
+            local x = cs.tensor(rows, { dtype = dtype, device = "cpu" })
+            if dim == 1 then x = x:transpose(1, 2):contiguous() end
+            local out = run(x, dim, o)
+            if TILES_RUN then
+              assert.matches("float tiles in registers", cs.explain(x, dim, { reverse = o.reverse, exclusive = o.exclusive }))
+            end
+            assert.tensor_equal(run(strided(x), dim, o), out, { strict = true })
+            for j = 1, lines do
+              local ref = line_ref(line_of(x, dim, j), nil, o, dtype)
+              assert.tensor_equal(cs.tensor(ref, { dtype = dtype, device = "cpu" }), out:select(3 - dim, j), { strict = true })
+            end
+          end
         end
       end)
     end)

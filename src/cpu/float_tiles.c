@@ -12,34 +12,47 @@
  * cs_cpu_stream_fence before its results are read elsewhere. */
 #include <stdint.h>
 #include <string.h>
+#include "half.h"
 #include "simd.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #include <immintrin.h>
 
-#define AVX2 __attribute__((target("avx2,fma")))
-#define AVX2_INLINE static inline __attribute__((always_inline, target("avx2,fma")))
+#define AVX2 __attribute__((target("avx2,fma,f16c")))
+#define AVX2_INLINE static inline __attribute__((always_inline, target("avx2,fma,f16c")))
 
 /* lines [l0, l1) over steps [k0, k1), one element at a time (edges and peels) */
-#define SCALAR_STEPS(T)                                                                             \
+#define SCALAR_STEPS(T, TO_DOUBLE, FROM_DOUBLE)                                                     \
     for (int64_t k = k0; k < k1; k++)                                                               \
         for (int64_t l = l0; l < l1; l++) {                                                         \
-            double v = (double)((const T *)a->x)[l * a->xl + k * a->xs];                            \
+            double v = TO_DOUBLE(((const T *)a->x)[l * a->xl + k * a->xs]);                         \
             if (a->m && !a->m[l * a->ml + k * a->ms]) v = a->prod ? 1.0 : 0.0;                      \
             const double next = a->prod ? acc[l] * v : acc[l] + v;                                  \
             const double out = k == 0 && l < a->empty ? (a->prod ? 1.0 : 0.0) : a->excl ? acc[l] : next; \
-            if (a->y) ((T *)a->y)[l * a->yl + k * a->ys] = (T)out;                                  \
+            if (a->y) ((T *)a->y)[l * a->yl + k * a->ys] = FROM_DOUBLE(out);                        \
             acc[l] = next;                                                                          \
         }
 
+#define AS_DOUBLE(v) ((double)(v))
+#define AS_FLOAT(v) ((float)(v))
 static void scalar_f32(const cs_float_tile *a, double *acc, int64_t l0, int64_t l1, int64_t k0, int64_t k1)
 {
-    SCALAR_STEPS(float)
+    SCALAR_STEPS(float, AS_DOUBLE, AS_FLOAT)
 }
 
 static void scalar_f64(const cs_float_tile *a, double *acc, int64_t l0, int64_t l1, int64_t k0, int64_t k1)
 {
-    SCALAR_STEPS(double)
+    SCALAR_STEPS(double, AS_DOUBLE, AS_DOUBLE)
+}
+
+static void scalar_f16(const cs_float_tile *a, double *acc, int64_t l0, int64_t l1, int64_t k0, int64_t k1)
+{
+    SCALAR_STEPS(uint16_t, cs_float16_to_double, cs_float16_from_double)
+}
+
+static void scalar_bf16(const cs_float_tile *a, double *acc, int64_t l0, int64_t l1, int64_t k0, int64_t k1)
+{
+    SCALAR_STEPS(uint16_t, cs_bfloat16_to_double, cs_bfloat16_from_double)
 }
 
 /* rows r[0..7] of eight floats become columns: r[j] then holds element j of every row */
@@ -115,25 +128,91 @@ typedef struct acc8_avx2 {
     __m256d lo, hi;
 } acc8_avx2;
 typedef __m512d acc8_avx512;
-#define AVX512_INLINE static inline __attribute__((always_inline, target("avx2,fma,avx512f,avx512vl")))
+#define AVX512_INLINE static inline __attribute__((always_inline, target("avx2,fma,f16c,avx512f,avx512vl")))
 
 AVX2_INLINE acc8_avx2 load8_avx2(const double *p) { return (acc8_avx2){ _mm256_loadu_pd(p), _mm256_loadu_pd(p + 4) }; }
 AVX2_INLINE void store8_avx2(double *p, acc8_avx2 a) { _mm256_storeu_pd(p, a.lo), _mm256_storeu_pd(p + 4, a.hi); }
 AVX512_INLINE acc8_avx512 load8_avx512(const double *p) { return _mm512_loadu_pd(p); }
 AVX512_INLINE void store8_avx512(double *p, acc8_avx512 a) { _mm512_storeu_pd(p, a); }
 
-AVX2_INLINE __m256 fold8_avx2(__m256 v, acc8_avx2 *acc, const int PROD, const int EXCL)
+/* Doubles to floats rounded to odd: truncated, and the last bit set where that was inexact. A float
+ * so rounded, rounded again to nearest at 2 or more bits fewer (float16, bfloat16), gives the double
+ * rounded once to nearest: the rule of half.h. NaN stays NaN with its top payload bits. */
+AVX2_INLINE __m128 odd4_avx2(__m256d d)
+{
+    const __m128 t = _mm256_cvtpd_ps(d);
+    const __m256d back = _mm256_cvtps_pd(t), abs = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffLL));
+    const __m256d big = _mm256_cmp_pd(_mm256_and_pd(back, abs), _mm256_and_pd(d, abs), _CMP_GT_OQ);
+    const __m256d inexact = _mm256_cmp_pd(back, d, _CMP_NEQ_UQ);
+    const __m256i low = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6); /* a 64-bit mask's low half */
+    const __m128i big32 = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(big), low));
+    const __m128i inexact32 = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(inexact), low));
+    const __m128i b = _mm_add_epi32(_mm_castps_si128(t), big32); /* rounded up in magnitude: one less */
+    return _mm_castsi128_ps(_mm_or_si128(b, _mm_and_si128(inexact32, _mm_set1_epi32(1))));
+}
+
+AVX512_INLINE __m256 odd8_avx512(__m512d d)
+{
+    const __m256 t = _mm512_cvt_roundpd_ps(d, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    const __mmask8 inexact = _mm512_cmp_pd_mask(_mm512_cvtps_pd(t), d, _CMP_NEQ_UQ);
+    const __m256i b = _mm256_castps_si256(t);
+    return _mm256_castsi256_ps(_mm256_mask_or_epi32(b, inexact, b, _mm256_set1_epi32(1)));
+}
+
+/* a step of float32 values folded; its outputs as floats rounded to nearest or (ODD) to odd */
+AVX2_INLINE __m256 fold8_avx2(__m256 v, acc8_avx2 *acc, const int PROD, const int EXCL, const int ODD)
 {
     const __m256d a = FOLD(acc->lo, _mm256_cvtps_pd(_mm256_castps256_ps128(v)), PROD, EXCL);
     const __m256d b = FOLD(acc->hi, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)), PROD, EXCL);
+    if (ODD) return _mm256_set_m128(odd4_avx2(b), odd4_avx2(a));
     return _mm256_set_m128(_mm256_cvtpd_ps(b), _mm256_cvtpd_ps(a));
 }
 
-AVX512_INLINE __m256 fold8_avx512(__m256 v, acc8_avx512 *acc, const int PROD, const int EXCL)
+AVX512_INLINE __m256 fold8_avx512(__m256 v, acc8_avx512 *acc, const int PROD, const int EXCL, const int ODD)
 {
     const __m512d prev = *acc, w = _mm512_cvtps_pd(v);
     *acc = PROD ? _mm512_mul_pd(prev, w) : _mm512_add_pd(prev, w);
-    return _mm512_cvtpd_ps(EXCL ? prev : *acc);
+    return ODD ? odd8_avx512(EXCL ? prev : *acc) : _mm512_cvtpd_ps(EXCL ? prev : *acc);
+}
+
+/* Eight elements of a tile's storage type as floats (exact), and back (float32 stored as it is, the
+ * half types rounded to nearest from the odd-rounded floats) */
+typedef float elem_f32;
+typedef uint16_t elem_f16, elem_bf16;
+enum { ODD_f32 = 0, ODD_f16 = 1, ODD_bf16 = 1 };
+AVX2_INLINE __m256 load8_f32(const float *p) { return _mm256_loadu_ps(p); }
+AVX2_INLINE __m256 load8_f16(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
+AVX2_INLINE __m256 load8_bf16(const uint16_t *p)
+{
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p)), 16));
+}
+
+AVX2_INLINE void store8_f32(float *p, __m256 v, const int STREAM)
+{
+    if (STREAM) _mm256_stream_ps(p, v);
+    else _mm256_storeu_ps(p, v);
+}
+
+AVX2_INLINE void store_halves(uint16_t *p, __m128i h, const int STREAM)
+{
+    if (STREAM) _mm_stream_si128((__m128i *)p, h);
+    else _mm_storeu_si128((__m128i *)p, h);
+}
+
+AVX2_INLINE void store8_f16(uint16_t *p, __m256 v, const int STREAM)
+{
+    store_halves(p, _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), STREAM);
+}
+
+/* to nearest even by an integer add on the float's bits; a NaN keeps its top bits, made quiet */
+AVX2_INLINE void store8_bf16(uint16_t *p, __m256 v, const int STREAM)
+{
+    const __m256i u = _mm256_castps_si256(v), one = _mm256_set1_epi32(1);
+    const __m256i r = _mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), _mm256_and_si256(_mm256_srli_epi32(u, 16), one)));
+    const __m256i q = _mm256_or_si256(u, _mm256_set1_epi32(0x400000));
+    const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    const __m256i b = _mm256_srli_epi32(_mm256_blendv_epi8(r, q, nan), 16);
+    store_halves(p, _mm_packus_epi32(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1)), STREAM);
 }
 
 #define STORE_F32(STREAM, p, v) (STREAM ? _mm256_stream_ps(p, v) : _mm256_storeu_ps(p, v))
@@ -197,34 +276,35 @@ AVX2_INLINE void rows_f64(const cs_float_tile *a, double *acc, int64_t k0, int64
     _mm256_storeu_pd(acc + 4, hi);
 }
 
-/* The float32 kernels, for each of the two accumulator forms */
+/* The kernels of float32 and the half types (through floats), for each of the two accumulator forms */
 /* line l of a row block, its masked-out elements replaced */
-#define ROW_LOAD(l)                                                                                 \
-    (MASKED ? mask_f32(_mm256_loadu_ps(x + (l) * a->xl + at), a->m + (l) * a->ml + at, masked)      \
-            : _mm256_loadu_ps(x + (l) * a->xl + at))
+#define ROW_LOAD(LOAD8, l)                                                                          \
+    (MASKED ? mask_f32(LOAD8(x + (l) * a->xl + at), a->m + (l) * a->ml + at, masked)                 \
+            : LOAD8(x + (l) * a->xl + at))
 /* the eight steps of a transposed row block folded in walk order */
-#define F32_STEPS(FOLD8, s0, s1, s2, s3, s4, s5, s6, s7)                                             \
-    (s0 = FOLD8(s0, acc, PROD, EXCL), s1 = FOLD8(s1, acc, PROD, EXCL), s2 = FOLD8(s2, acc, PROD, EXCL), \
-     s3 = FOLD8(s3, acc, PROD, EXCL), s4 = FOLD8(s4, acc, PROD, EXCL), s5 = FOLD8(s5, acc, PROD, EXCL), \
-     s6 = FOLD8(s6, acc, PROD, EXCL), s7 = FOLD8(s7, acc, PROD, EXCL))
+#define F32_STEPS(FOLD8, ODD, s0, s1, s2, s3, s4, s5, s6, s7)                                        \
+    (s0 = FOLD8(s0, acc, PROD, EXCL, ODD), s1 = FOLD8(s1, acc, PROD, EXCL, ODD),                     \
+     s2 = FOLD8(s2, acc, PROD, EXCL, ODD), s3 = FOLD8(s3, acc, PROD, EXCL, ODD),                     \
+     s4 = FOLD8(s4, acc, PROD, EXCL, ODD), s5 = FOLD8(s5, acc, PROD, EXCL, ODD),                     \
+     s6 = FOLD8(s6, acc, PROD, EXCL, ODD), s7 = FOLD8(s7, acc, PROD, EXCL, ODD))
 
-#define FLOAT32_KERNELS(ISA, INLINE)                                                                           \
+#define FLOAT_KERNELS(ISA, INLINE, IO)                                                                         \
 /* Rows: the block of 8 steps from step k. BACK: the lines run towards lower addresses, so that a              \
  * block's lanes hold its steps last first. */                                                                 \
-INLINE void row_block_f32##ISA(const cs_float_tile *a, acc8##ISA *acc, int64_t k, const int PROD, const int EXCL, \
+INLINE void row_block##IO##ISA(const cs_float_tile *a, acc8##ISA *acc, int64_t k, const int PROD, const int EXCL, \
                                    const int BACK, const int MASKED, const int STREAM)                         \
 {                                                                                                              \
-    const float *x = a->x;                                                                                     \
-    float *y = a->y;                                                                                           \
+    const elem##IO *x = a->x;                                                                                  \
+    elem##IO *y = a->y;                                                                                        \
     const __m256 masked = _mm256_set1_ps(PROD ? 1.0f : 0.0f);                                                  \
     const int64_t at = BACK ? -(k + 7) : k; /* the block's lowest element */                                   \
-    __m256 r0 = ROW_LOAD(0), r1 = ROW_LOAD(1), r2 = ROW_LOAD(2), r3 = ROW_LOAD(3);                             \
-    __m256 r4 = ROW_LOAD(4), r5 = ROW_LOAD(5), r6 = ROW_LOAD(6), r7 = ROW_LOAD(7);                             \
+    __m256 r0 = ROW_LOAD(load8##IO, 0), r1 = ROW_LOAD(load8##IO, 1), r2 = ROW_LOAD(load8##IO, 2), r3 = ROW_LOAD(load8##IO, 3); \
+    __m256 r4 = ROW_LOAD(load8##IO, 4), r5 = ROW_LOAD(load8##IO, 5), r6 = ROW_LOAD(load8##IO, 6), r7 = ROW_LOAD(load8##IO, 7); \
     TRANSPOSE8(r0, r1, r2, r3, r4, r5, r6, r7);                                                                \
     if (BACK) {                                                                                                \
-        F32_STEPS(fold8##ISA, r7, r6, r5, r4, r3, r2, r1, r0);                                                 \
+        F32_STEPS(fold8##ISA, ODD##IO, r7, r6, r5, r4, r3, r2, r1, r0);                                        \
     } else {                                                                                                   \
-        F32_STEPS(fold8##ISA, r0, r1, r2, r3, r4, r5, r6, r7);                                                 \
+        F32_STEPS(fold8##ISA, ODD##IO, r0, r1, r2, r3, r4, r5, r6, r7);                                        \
     }                                                                                                          \
     if (EXCL && k == 0 && a->empty) {                                                                          \
         const __m256 first = _mm256_castsi256_ps(empty_lanes32(a->empty, 0));                                  \
@@ -232,34 +312,34 @@ INLINE void row_block_f32##ISA(const cs_float_tile *a, acc8##ISA *acc, int64_t k
         else r0 = _mm256_blendv_ps(r0, masked, first);                                                         \
     }                                                                                                          \
     TRANSPOSE8(r0, r1, r2, r3, r4, r5, r6, r7);                                                                \
-    STORE_F32(STREAM, y + 0 * a->yl + at, r0);                                                                 \
-    STORE_F32(STREAM, y + 1 * a->yl + at, r1);                                                                 \
-    STORE_F32(STREAM, y + 2 * a->yl + at, r2);                                                                 \
-    STORE_F32(STREAM, y + 3 * a->yl + at, r3);                                                                 \
-    STORE_F32(STREAM, y + 4 * a->yl + at, r4);                                                                 \
-    STORE_F32(STREAM, y + 5 * a->yl + at, r5);                                                                 \
-    STORE_F32(STREAM, y + 6 * a->yl + at, r6);                                                                 \
-    STORE_F32(STREAM, y + 7 * a->yl + at, r7);                                                                 \
+    store8##IO(y + 0 * a->yl + at, r0, STREAM);                                                                \
+    store8##IO(y + 1 * a->yl + at, r1, STREAM);                                                                \
+    store8##IO(y + 2 * a->yl + at, r2, STREAM);                                                                \
+    store8##IO(y + 3 * a->yl + at, r3, STREAM);                                                                \
+    store8##IO(y + 4 * a->yl + at, r4, STREAM);                                                                \
+    store8##IO(y + 5 * a->yl + at, r5, STREAM);                                                                \
+    store8##IO(y + 6 * a->yl + at, r6, STREAM);                                                                \
+    store8##IO(y + 7 * a->yl + at, r7, STREAM);                                                                \
 }                                                                                                              \
                                                                                                                \
 /* Rows, steps [k0, k1) in blocks of 8: two blocks an iteration, so that each line's 64 bytes are              \
  * read and written at once */                                                                                 \
-INLINE void rows_f32##ISA(const cs_float_tile *a, double *acc, int64_t k0, int64_t k1, const int PROD, const int EXCL, \
+INLINE void rows##IO##ISA(const cs_float_tile *a, double *acc, int64_t k0, int64_t k1, const int PROD, const int EXCL, \
                           const int BACK, const int MASKED, const int STREAM)                                  \
 {                                                                                                              \
     acc8##ISA s8 = load8##ISA(acc);                                                                            \
     int64_t k = k0;                                                                                            \
     for (; k + 16 <= k1; k += 16) {                                                                            \
-        row_block_f32##ISA(a, &s8, k, PROD, EXCL, BACK, MASKED, STREAM);                                       \
-        row_block_f32##ISA(a, &s8, k + 8, PROD, EXCL, BACK, MASKED, STREAM);                                   \
+        row_block##IO##ISA(a, &s8, k, PROD, EXCL, BACK, MASKED, STREAM);                                       \
+        row_block##IO##ISA(a, &s8, k + 8, PROD, EXCL, BACK, MASKED, STREAM);                                   \
     }                                                                                                          \
-    if (k < k1) row_block_f32##ISA(a, &s8, k, PROD, EXCL, BACK, MASKED, STREAM);                               \
+    if (k < k1) row_block##IO##ISA(a, &s8, k, PROD, EXCL, BACK, MASKED, STREAM);                               \
     store8##ISA(acc, s8);                                                                                      \
 }                                                                                                              \
                                                                                                                \
 /* Columns: lines [l0, l1) (a multiple of 8 of them) over every step, their accumulators in acc[];             \
  * up to 4 steps a pass, so that an accumulator is loaded and stored once for them */                          \
-INLINE void cols_f32##ISA(const cs_float_tile *a, double *acc, int64_t l0, int64_t l1, const int PROD,         \
+INLINE void cols##IO##ISA(const cs_float_tile *a, double *acc, int64_t l0, int64_t l1, const int PROD,         \
                               const int EXCL, const int BACK, const int MASKED, const int STREAM)              \
 {                                                                                                              \
     (void)BACK;                                                                                                \
@@ -270,12 +350,12 @@ INLINE void cols_f32##ISA(const cs_float_tile *a, double *acc, int64_t l0, int64
             acc8##ISA s8 = load8##ISA(acc + l);                                                                \
             for (int s = 0; s < ns; s++) {                                                                     \
                 const int64_t k = k0 + s;                                                                      \
-                __m256 v = _mm256_loadu_ps((const float *)a->x + k * a->xs + l);                               \
+                __m256 v = load8##IO((const elem##IO *)a->x + k * a->xs + l);                                  \
                 if (MASKED) v = mask_f32(v, a->m + k * a->ms + l, masked);                                     \
-                v = fold8##ISA(v, &s8, PROD, EXCL);                                                            \
+                v = fold8##ISA(v, &s8, PROD, EXCL, ODD##IO);                                                   \
                 if (EXCL && k == 0 && a->empty)                                                                \
                     v = _mm256_blendv_ps(v, masked, _mm256_castsi256_ps(empty_lanes32(a->empty, l)));          \
-                STORE_F32(STREAM, (float *)a->y + k * a->ys + l, v);                                           \
+                store8##IO((elem##IO *)a->y + k * a->ys + l, v, STREAM);                                       \
             }                                                                                                  \
             store8##ISA(acc + l, s8);                                                                          \
         }                                                                                                      \
@@ -286,18 +366,18 @@ INLINE void cols_f32##ISA(const cs_float_tile *a, double *acc, int64_t l0, int64
  * into a contiguous result, or the other way round), so that one transpose suffices. The block of 8           \
  * steps from step k of lines [l, l + 8); XROWS: x's lines along the scan (y's next to each other),            \
  * else the other way round. w0..w7 hold the block's steps in walk order. */                                   \
-INLINE void mixed_block_f32##ISA(const cs_float_tile *a, acc8##ISA *acc, int64_t k, int64_t l, const int PROD, \
+INLINE void mixed_block##IO##ISA(const cs_float_tile *a, acc8##ISA *acc, int64_t k, int64_t l, const int PROD, \
                                  const int EXCL, const int BACK, const int MASKED, const int STREAM, const int XROWS) \
 {                                                                                                              \
     const __m256 masked = _mm256_set1_ps(PROD ? 1.0f : 0.0f);                                                  \
     const int64_t at = BACK ? -(k + 7) : k; /* a line's lowest element of the block */                         \
     __m256 w0, w1, w2, w3, w4, w5, w6, w7;                                                                     \
     if (XROWS) {                                                                                               \
-        const float *x = (const float *)a->x + l * a->xl;                                                      \
+        const elem##IO *x = (const elem##IO *)a->x + l * a->xl;                                                \
         const unsigned char *m = MASKED ? a->m + l * a->ml : NULL;                                             \
         __m256 r[8];                                                                                           \
         for (int i = 0; i < 8; i++) {                                                                          \
-            r[i] = _mm256_loadu_ps(x + i * a->xl + at);                                                        \
+            r[i] = load8##IO(x + i * a->xl + at);                                                              \
             if (MASKED) r[i] = mask_f32(r[i], m + i * a->ml + at, masked);                                     \
         }                                                                                                      \
         __m256 r0 = r[0], r1 = r[1], r2 = r[2], r3 = r[3], r4 = r[4], r5 = r[5], r6 = r[6], r7 = r[7];         \
@@ -307,29 +387,29 @@ INLINE void mixed_block_f32##ISA(const cs_float_tile *a, acc8##ISA *acc, int64_t
     } else {                                                                                                   \
         __m256 v[8];                                                                                           \
         for (int s = 0; s < 8; s++) {                                                                          \
-            v[s] = _mm256_loadu_ps((const float *)a->x + (k + s) * a->xs + l);                                 \
+            v[s] = load8##IO((const elem##IO *)a->x + (k + s) * a->xs + l);                                    \
             if (MASKED) v[s] = mask_f32(v[s], a->m + (k + s) * a->ms + l, masked);                             \
         }                                                                                                      \
         w0 = v[0], w1 = v[1], w2 = v[2], w3 = v[3], w4 = v[4], w5 = v[5], w6 = v[6], w7 = v[7];                \
     }                                                                                                          \
-    F32_STEPS(fold8##ISA, w0, w1, w2, w3, w4, w5, w6, w7);                                                     \
+    F32_STEPS(fold8##ISA, ODD##IO, w0, w1, w2, w3, w4, w5, w6, w7);                                            \
     if (EXCL && k == 0 && a->empty)                                                                            \
         w0 = _mm256_blendv_ps(w0, masked, _mm256_castsi256_ps(empty_lanes32(a->empty, l)));                    \
     if (XROWS) {                                                                                               \
-        float *y = (float *)a->y + l;                                                                          \
-        STORE_F32(STREAM, y + (k + 0) * a->ys, w0), STORE_F32(STREAM, y + (k + 1) * a->ys, w1);                \
-        STORE_F32(STREAM, y + (k + 2) * a->ys, w2), STORE_F32(STREAM, y + (k + 3) * a->ys, w3);                \
-        STORE_F32(STREAM, y + (k + 4) * a->ys, w4), STORE_F32(STREAM, y + (k + 5) * a->ys, w5);                \
-        STORE_F32(STREAM, y + (k + 6) * a->ys, w6), STORE_F32(STREAM, y + (k + 7) * a->ys, w7);                \
+        elem##IO *y = (elem##IO *)a->y + l;                                                                    \
+        store8##IO(y + (k + 0) * a->ys, w0, STREAM), store8##IO(y + (k + 1) * a->ys, w1, STREAM);              \
+        store8##IO(y + (k + 2) * a->ys, w2, STREAM), store8##IO(y + (k + 3) * a->ys, w3, STREAM);              \
+        store8##IO(y + (k + 4) * a->ys, w4, STREAM), store8##IO(y + (k + 5) * a->ys, w5, STREAM);              \
+        store8##IO(y + (k + 6) * a->ys, w6, STREAM), store8##IO(y + (k + 7) * a->ys, w7, STREAM);              \
     } else {                                                                                                   \
-        float *y = (float *)a->y + l * a->yl + at;                                                             \
+        elem##IO *y = (elem##IO *)a->y + l * a->yl + at;                                                       \
         __m256 q0 = BACK ? w7 : w0, q1 = BACK ? w6 : w1, q2 = BACK ? w5 : w2, q3 = BACK ? w4 : w3;             \
         __m256 q4 = BACK ? w3 : w4, q5 = BACK ? w2 : w5, q6 = BACK ? w1 : w6, q7 = BACK ? w0 : w7;             \
         TRANSPOSE8(q0, q1, q2, q3, q4, q5, q6, q7);                                                            \
-        STORE_F32(STREAM, y + 0 * a->yl, q0), STORE_F32(STREAM, y + 1 * a->yl, q1);                            \
-        STORE_F32(STREAM, y + 2 * a->yl, q2), STORE_F32(STREAM, y + 3 * a->yl, q3);                            \
-        STORE_F32(STREAM, y + 4 * a->yl, q4), STORE_F32(STREAM, y + 5 * a->yl, q5);                            \
-        STORE_F32(STREAM, y + 6 * a->yl, q6), STORE_F32(STREAM, y + 7 * a->yl, q7);                            \
+        store8##IO(y + 0 * a->yl, q0, STREAM), store8##IO(y + 1 * a->yl, q1, STREAM);                          \
+        store8##IO(y + 2 * a->yl, q2, STREAM), store8##IO(y + 3 * a->yl, q3, STREAM);                          \
+        store8##IO(y + 4 * a->yl, q4, STREAM), store8##IO(y + 5 * a->yl, q5, STREAM);                          \
+        store8##IO(y + 6 * a->yl, q6, STREAM), store8##IO(y + 7 * a->yl, q7, STREAM);                          \
     }                                                                                                          \
 }                                                                                                              \
                                                                                                                \
@@ -337,7 +417,7 @@ INLINE void mixed_block_f32##ISA(const cs_float_tile *a, acc8##ISA *acc, int64_t
  * side by side and, where the other side's lines run along the scan, two blocks of steps each, so             \
  * that every 64-byte line is read or written whole at once (a half line read now and half later               \
  * comes from memory twice; streaming stores of half lines go out half empty) */                               \
-INLINE void mixed_f32##ISA(const cs_float_tile *a, double *acc, int64_t k0, int64_t k1, const int PROD,        \
+INLINE void mixed##IO##ISA(const cs_float_tile *a, double *acc, int64_t k0, int64_t k1, const int PROD,        \
                            const int EXCL, const int BACK, const int MASKED, const int STREAM, const int XROWS) \
 {                                                                                                              \
     int64_t l0 = 0;                                                                                            \
@@ -346,14 +426,14 @@ INLINE void mixed_f32##ISA(const cs_float_tile *a, double *acc, int64_t k0, int6
         int64_t k = k0;                                                                                        \
         if (!XROWS)                                                                                            \
             for (; k + 16 <= k1; k += 16) {                                                                    \
-                mixed_block_f32##ISA(a, &s0, k, l0, PROD, EXCL, BACK, MASKED, STREAM, XROWS);                  \
-                mixed_block_f32##ISA(a, &s1, k, l0 + 8, PROD, EXCL, BACK, MASKED, STREAM, XROWS);              \
-                mixed_block_f32##ISA(a, &s0, k + 8, l0, PROD, EXCL, BACK, MASKED, STREAM, XROWS);              \
-                mixed_block_f32##ISA(a, &s1, k + 8, l0 + 8, PROD, EXCL, BACK, MASKED, STREAM, XROWS);          \
+                mixed_block##IO##ISA(a, &s0, k, l0, PROD, EXCL, BACK, MASKED, STREAM, XROWS);                  \
+                mixed_block##IO##ISA(a, &s1, k, l0 + 8, PROD, EXCL, BACK, MASKED, STREAM, XROWS);              \
+                mixed_block##IO##ISA(a, &s0, k + 8, l0, PROD, EXCL, BACK, MASKED, STREAM, XROWS);              \
+                mixed_block##IO##ISA(a, &s1, k + 8, l0 + 8, PROD, EXCL, BACK, MASKED, STREAM, XROWS);          \
             }                                                                                                  \
         for (; k < k1; k += 8) {                                                                               \
-            mixed_block_f32##ISA(a, &s0, k, l0, PROD, EXCL, BACK, MASKED, STREAM, XROWS);                      \
-            mixed_block_f32##ISA(a, &s1, k, l0 + 8, PROD, EXCL, BACK, MASKED, STREAM, XROWS);                  \
+            mixed_block##IO##ISA(a, &s0, k, l0, PROD, EXCL, BACK, MASKED, STREAM, XROWS);                      \
+            mixed_block##IO##ISA(a, &s1, k, l0 + 8, PROD, EXCL, BACK, MASKED, STREAM, XROWS);                  \
         }                                                                                                      \
         store8##ISA(acc + l0, s0);                                                                             \
         store8##ISA(acc + l0 + 8, s1);                                                                         \
@@ -361,14 +441,18 @@ INLINE void mixed_f32##ISA(const cs_float_tile *a, double *acc, int64_t k0, int6
     for (int64_t l = l0; l + 8 <= a->lines; l += 8) {                                                          \
         acc8##ISA s8 = load8##ISA(acc + l);                                                                    \
         for (int64_t k = k0; k < k1; k += 8)                                                                   \
-            mixed_block_f32##ISA(a, &s8, k, l, PROD, EXCL, BACK, MASKED, STREAM, XROWS);                       \
+            mixed_block##IO##ISA(a, &s8, k, l, PROD, EXCL, BACK, MASKED, STREAM, XROWS);                       \
         store8##ISA(acc + l, s8);                                                                              \
     }                                                                                                          \
 }                                                                                                              \
 
 
-FLOAT32_KERNELS(_avx2, AVX2_INLINE)
-FLOAT32_KERNELS(_avx512, AVX512_INLINE)
+FLOAT_KERNELS(_avx2, AVX2_INLINE, _f32)
+FLOAT_KERNELS(_avx512, AVX512_INLINE, _f32)
+FLOAT_KERNELS(_avx2, AVX2_INLINE, _f16)
+FLOAT_KERNELS(_avx512, AVX512_INLINE, _f16)
+FLOAT_KERNELS(_avx2, AVX2_INLINE, _bf16)
+FLOAT_KERNELS(_avx512, AVX512_INLINE, _bf16)
 
 AVX2_INLINE void cols_f64(const cs_float_tile *a, double *acc, int64_t l0, int64_t l1, const int PROD,
                           const int EXCL, const int BACK, const int MASKED, const int STREAM)
@@ -442,10 +526,11 @@ COLS_TOTAL(cols_total_f64, double, _mm256_loadu_pd, 4)
  * lies width - 1 before the element counted. */
 static int64_t aligned_from(const void *y, int64_t size, int64_t width, int64_t across, int64_t along, int back)
 {
-    if ((across * size) % 32 || (along * size) % 32 || (uintptr_t)y % (uintptr_t)size) return -1;
+    const int64_t align = size * width; /* the bytes of one store */
+    if ((across * size) % align || (along * size) % align || (uintptr_t)y % (uintptr_t)size) return -1;
     for (int64_t p = 0; p < width; p++) {
         const int64_t low = back ? -(p + width - 1) : p;
-        if (((uintptr_t)y + (uintptr_t)(low * size)) % 32 == 0) return p;
+        if (((uintptr_t)y + (uintptr_t)(low * size)) % (uintptr_t)align == 0) return p;
     }
     return -1;
 }
@@ -503,15 +588,20 @@ enum { TOTAL_COLS, TILE_ROWS, TILE_COLS, TILE_MIXED, KINDS };
     TARGET static void total_cols_f64##SUFFIX(const cs_float_tile *a, double *acc) { TOTAL_BODY(cols_total_f64, scalar_f64) } \
     TARGET static void tile_rows_f32##SUFFIX(const cs_float_tile *a, double *acc) { ROWS_BODY(rows_f32##SUFFIX, scalar_f32, 4, 8) }  \
     TARGET static void tile_rows_f64##SUFFIX(const cs_float_tile *a, double *acc) { ROWS_BODY(rows_f64, scalar_f64, 8, 4) }  \
+    TARGET static void tile_rows_f16##SUFFIX(const cs_float_tile *a, double *acc) { ROWS_BODY(rows_f16##SUFFIX, scalar_f16, 2, 8) }  \
+    TARGET static void tile_rows_bf16##SUFFIX(const cs_float_tile *a, double *acc) { ROWS_BODY(rows_bf16##SUFFIX, scalar_bf16, 2, 8) } \
     TARGET static void tile_cols_f32##SUFFIX(const cs_float_tile *a, double *acc) { COLS_BODY(cols_f32##SUFFIX, scalar_f32, 4, 8) }  \
     TARGET static void tile_cols_f64##SUFFIX(const cs_float_tile *a, double *acc) { COLS_BODY(cols_f64, scalar_f64, 8, 4) }  \
+    TARGET static void tile_cols_f16##SUFFIX(const cs_float_tile *a, double *acc) { COLS_BODY(cols_f16##SUFFIX, scalar_f16, 2, 8) }  \
+    TARGET static void tile_cols_bf16##SUFFIX(const cs_float_tile *a, double *acc) { COLS_BODY(cols_bf16##SUFFIX, scalar_bf16, 2, 8) } \
     TARGET static void tile_mixed_f32##SUFFIX(const cs_float_tile *a, double *acc) { MIXED_BODY(mixed_f32##SUFFIX, scalar_f32) } \
-    static const tile_fn entries##SUFFIX[KINDS][2] = { { total_cols_f32##SUFFIX, total_cols_f64##SUFFIX },              \
-                                                      { tile_rows_f32##SUFFIX, tile_rows_f64##SUFFIX },                \
-                                                      { tile_cols_f32##SUFFIX, tile_cols_f64##SUFFIX },                \
-                                                      { tile_mixed_f32##SUFFIX, NULL } };
+    static const tile_fn entries##SUFFIX[KINDS][4] = {                                                                  \
+        { total_cols_f32##SUFFIX, total_cols_f64##SUFFIX, NULL, NULL },                                                 \
+        { tile_rows_f32##SUFFIX, tile_rows_f64##SUFFIX, tile_rows_f16##SUFFIX, tile_rows_bf16##SUFFIX },               \
+        { tile_cols_f32##SUFFIX, tile_cols_f64##SUFFIX, tile_cols_f16##SUFFIX, tile_cols_bf16##SUFFIX },               \
+        { tile_mixed_f32##SUFFIX, NULL, NULL, NULL } };
 ENTRIES(_avx2, AVX2)
-ENTRIES(_avx512, __attribute__((target("avx2,fma,avx512f,avx512vl"))))
+ENTRIES(_avx512, __attribute__((target("avx2,fma,f16c,avx512f,avx512vl"))))
 
 void cs_cpu_stream_fence(void)
 {
@@ -537,14 +627,15 @@ int cs_cpu_float_tile(const cs_float_tile *a, double *acc)
         kind = TILE_ROWS;
     } else if (across && a->lines >= 8) {
         kind = TILE_COLS;
-    } else if (!a->f64 && a->lines >= 8 && ((x_along && a->yl == 1) ||
+    } else if (a->dtype == CS_TILE_F32 && a->lines >= 8 && ((x_along && a->yl == 1) ||
                                             (a->xl == 1 && (!a->m || a->ml == 1) && (a->ys == 1 || a->ys == -1)))) {
         kind = TILE_MIXED;
     } else {
         return 0;
     }
-    const tile_fn *entries = __builtin_cpu_supports("avx512vl") ? entries_avx512[kind] : entries_avx2[kind];
-    entries[a->f64 != 0](a, acc);
+    const tile_fn fn = (__builtin_cpu_supports("avx512vl") ? entries_avx512 : entries_avx2)[kind][a->dtype];
+    if (!fn) return 0;
+    fn(a, acc);
     return 1;
 }
 #else

@@ -21,16 +21,18 @@ void cs_cpu_transpose(const void *src, int64_t ss, void *dst, int64_t ds, int64_
 
 /* A tile of float lines for float_tiles.c: line l's step k at x[l * xl + k * xs] (mask and out
  * alike), float32 in and out or float64 in and out, a sum or a product folded in float64 from
- * acc[l], which ends as the lines' carries. Rows (8 lines, steps of +-1) and columns (lines next to
+ * acc[l], which ends as the lines' carries (float16 and bfloat16 too, rows and columns). Rows (8 lines, steps of +-1) and columns (lines next to
  * each other) are taken; stream: the output is larger than the caches. Returns 0, with nothing done,
  * for other tiles and on a CPU without AVX2. */
+enum { CS_TILE_F32, CS_TILE_F64, CS_TILE_F16, CS_TILE_BF16 };
 typedef struct cs_float_tile {
     const void *x;
     const unsigned char *m; /* NULL: unmasked */
     void *y;                /* NULL: the lines' totals alone, into acc (columns) */
     int64_t xl, ml, yl, xs, ms, ys, lines, n;
     int64_t empty; /* lines [0, empty) start at step 0: an exclusive scan's first output there is empty */
-    int f64, prod, excl, stream;
+    int dtype; /* of x and out alike */
+    int prod, excl, stream;
 } cs_float_tile;
 int cs_cpu_float_tile(const cs_float_tile *a, double *acc);
 /* whether cs_cpu_float_tile runs on this CPU */
