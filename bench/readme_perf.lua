@@ -2,7 +2,7 @@
 -- bench/RESULTS.md (`make readme` runs it; spec/readme_spec.lua checks that README agrees):
 --   luajit bench/readme_perf.lua [RESULTS.md] [README.md]        rewrite README's section
 --   luajit bench/readme_perf.lua --check [RESULTS.md] [README.md]  exit 1 when it differs
--- The named rows come from the latest `make bench` table, the grid from the latest shape grid.
+-- The named rows come from the latest `make bench` table of a GPU, the grid from the latest shape grid.
 local check = arg[1] == "--check"
 local results_path = arg[check and 2 or 1] or "bench/RESULTS.md"
 local readme_path = arg[check and 3 or 2] or "README.md"
@@ -22,7 +22,8 @@ local blocks = {}
 for body in results:gmatch("\n```\n(.-)\n```") do blocks[#blocks + 1] = body end
 local bench, grid
 for _, b in ipairs(blocks) do
-  if b:match("^cuscan [%d.]+ bench on ") then bench = b end
+  -- README's table is a GPU's; the CPU's tables stay in RESULTS.md
+  if b:match("^cuscan [%d.]+ bench on ") and not b:match("^cuscan [%d.]+ bench on CPU") then bench = b end
   if b:match("^cuscan [%d.]+ shape grid on ") then grid = b end
 end
 assert(bench and grid, "readme_perf: no bench table or shape grid in " .. results_path)
