@@ -8,6 +8,7 @@
 -- a step of 2 (the generic walk, which the tiles stand in for). Outputs are poisoned first.
 local cs = require("cuscan")
 local H = require("spec.helpers")
+local shell = require("spec.support.shell")
 require("cuscan.assertions")
 
 local function cpu_has(flag)
@@ -188,5 +189,19 @@ describe("the CPU's float tiles", function()
       y:cumsum(2, { out = y })
       assert.tensor_equal(strided(x):cumsum(2), y, { strict = true })
     end)
+  end)
+  -- the same checks through the AVX2 entries, which a CPU with AVX-512 never takes on its own
+  local it_avx512 = it
+  if not (TILES_RUN and cpu_has("avx512vl")) or os.getenv("CUSCAN_CPU_AVX512") then
+    it_avx512 = function(name) pending(name .. " (only where the CPU has AVX-512VL, from the parent run)") end
+  end
+  it_avx512("pass through the AVX2 entries too (CUSCAN_CPU_AVX512=0, in a child process)", function()
+    local busted = (H.shell("command -v busted"):gsub("%s+$", ""))
+    local out, status = shell.sh(("cd %s && CUSCAN_CPU_AVX512=0 CUSCAN_DEVICE=cpu CUSCAN_SPEC_SEED=%d LUA_PATH=%s " ..
+      "luajit %s --output=spec/support/summary.lua spec/cpu_float_tiles_spec.lua 2>&1"):format(
+      shell.q(shell.root), H.base_seed, shell.q(shell.root .. "/lua/?.lua;" .. shell.root .. "/lua/?/init.lua;./?.lua;" ..
+      package.path), shell.q(busted)))
+    assert.equal(0, status, out)
+    assert.matches("\n%d+ passed, 0 failed", out)
   end)
 end)

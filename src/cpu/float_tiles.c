@@ -11,6 +11,7 @@
  * written back. Streaming stores are weakly ordered: each thread that may have made them calls
  * cs_cpu_stream_fence before its results are read elsewhere. */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include "half.h"
 #include "simd.h"
@@ -582,6 +583,7 @@ static int64_t aligned_from(const void *y, int64_t size, int64_t width, int64_t 
 /* The entry points, twice: for AVX2, and for AVX-512VL, whose 32 vector registers hold a block of
  * rows and its transposes without spilling them to the stack */
 typedef void (*tile_fn)(const cs_float_tile *, double *);
+static int avx512_state = -1; /* use_avx512's answer, once known */
 enum { TOTAL_COLS, TILE_ROWS, TILE_COLS, TILE_MIXED, KINDS };
 #define ENTRIES(SUFFIX, TARGET)                                                                     \
     TARGET static void total_cols_f32##SUFFIX(const cs_float_tile *a, double *acc) { TOTAL_BODY(cols_total_f32, scalar_f32) } \
@@ -613,6 +615,19 @@ int cs_cpu_float_tiles_run(void)
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
 
+/* The AVX-512 entries where the CPU has AVX-512VL, unless CUSCAN_CPU_AVX512=0 asks for the AVX2 ones
+ * (on parts where 512-bit work lowers the clock, and so that both can be tested on one machine). */
+static int use_avx512(void)
+{
+    int v = __atomic_load_n(&avx512_state, __ATOMIC_RELAXED);
+    if (v < 0) {
+        const char *e = getenv("CUSCAN_CPU_AVX512");
+        v = __builtin_cpu_supports("avx512vl") && !(e && strcmp(e, "0") == 0);
+        __atomic_store_n(&avx512_state, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+
 int cs_cpu_float_tile(const cs_float_tile *a, double *acc)
 {
     if (!cs_cpu_float_tiles_run()) return 0;
@@ -633,7 +648,7 @@ int cs_cpu_float_tile(const cs_float_tile *a, double *acc)
     } else {
         return 0;
     }
-    const tile_fn fn = (__builtin_cpu_supports("avx512vl") ? entries_avx512 : entries_avx2)[kind][a->dtype];
+    const tile_fn fn = (use_avx512() ? entries_avx512 : entries_avx2)[kind][a->dtype];
     if (!fn) return 0;
     fn(a, acc);
     return 1;
