@@ -94,8 +94,13 @@ AVX2_INLINE __m256 mask_f32(__m256 v, const unsigned char *m, __m256 masked)
     return _mm256_blendv_ps(v, masked, _mm256_castsi256_ps(_mm256_cmpeq_epi32(b, _mm256_setzero_si256())));
 }
 
+/* The empty asm keeps v loaded on its own: folded into a load under the mask (as the compiler does
+ * for the column totals' converting loads), the load waits for the mask bytes and the walk's
+ * streams from memory stall: 7.3 against 5.2 ms for 2^20 x 16 float32 along dim 1, masked. Where
+ * mask_f32 is folded so (the rows), the masked load was the faster form. */
 AVX2_INLINE __m256d mask_f64(__m256d v, const unsigned char *m, __m256d masked)
 {
+    __asm__("" : "+x"(v));
     int32_t w;
     memcpy(&w, m, sizeof w);
     const __m256i b = _mm256_cvtepu8_epi64(_mm_cvtsi32_si128(w));
