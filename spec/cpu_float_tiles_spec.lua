@@ -19,6 +19,8 @@ local function cpu_has(flag)
   return text:find("flags%s*:[^\n]* " .. flag .. "[ \n]") ~= nil
 end
 local TILES_RUN = cpu_has("avx2") and cpu_has("fma")
+-- float32 rows into float64 have AVX-512 tiles only
+local AVX512_RUNS = TILES_RUN and cpu_has("avx512vl") and os.getenv("CUSCAN_CPU_AVX512") ~= "0"
 
 -- the same values, in a view whose last dim steps by 2
 local function strided(x)
@@ -47,9 +49,9 @@ local function line_ref(xs, mask, o, dtype)
   return out
 end
 
-local function run(x, dim, o, mask, out)
+local function run(x, dim, o, mask, out, dtype)
   local scan = o.op == "prod" and cs.cumprod or cs.cumsum
-  return scan(x, dim, { reverse = o.reverse, exclusive = o.exclusive, mask = mask, out = out })
+  return scan(x, dim, { reverse = o.reverse, exclusive = o.exclusive, mask = mask, out = out, dtype = dtype })
 end
 
 -- line j of t along dim (rows: dim 2, columns: dim 1) as a Lua array
@@ -69,30 +71,33 @@ end
 
 -- layout: nil (x, mask and out alike), "x transposed" (x and mask transposed, out contiguous) or
 -- "out transposed" (out transposed)
+-- dtype: one float dtype for x and out, or "float32->float64"
 local function check(rng, dtype, dim, shape, o, stream, layout)
-  local x = cs.rand(shape, { seed = rng:next(), dtype = dtype, device = "cpu" }) * 2 - 1
+  local in_dt, out_dt = dtype:match("^(%w+)%->(%w+)$")
+  in_dt, out_dt = in_dt or dtype, out_dt or dtype
+  local x = cs.rand(shape, { seed = rng:next(), dtype = in_dt, device = "cpu" }) * 2 - 1
   if o.op == "prod" then x = x * 1e-3 + 1 end
   local mask = o.masked and cs.rand(shape, { seed = rng:next(), device = "cpu" }):lt(0.6) or nil
-  local out = cs.empty(shape, { dtype = dtype, device = "cpu" }):fill(0 / 0)
+  local out = cs.empty(shape, { dtype = out_dt, device = "cpu" }):fill(0 / 0)
   if layout == "x transposed" then
     x, mask = transposed(x), mask and transposed(mask)
   elseif layout == "out transposed" then
     out = transposed(out)
   end
   local plan = cs.explain(x, dim, { op = o.op == "prod" and "cumprod" or "cumsum", reverse = o.reverse,
-                                    exclusive = o.exclusive, mask = mask })
-  if TILES_RUN then
+                                    exclusive = o.exclusive, mask = mask, dtype = out_dt })
+  if TILES_RUN and (in_dt == out_dt or AVX512_RUNS) then
     assert.matches("float tiles in registers", plan)
     assert.equal(stream, plan:find("streaming stores", 1, true) ~= nil, plan)
   end
-  run(x, dim, o, mask, out)
-  local want = run(strided(x), dim, o, mask and strided(mask) or nil)
+  run(x, dim, o, mask, out, out_dt)
+  local want = run(strided(x), dim, o, mask and strided(mask) or nil, nil, out_dt)
   assert.tensor_equal(want, out, { strict = true })
   local nlines = shape[3 - dim]
   for _, j in ipairs({ 1, rng:int(1, nlines), nlines }) do
     local xs, ms = line_of(x, dim, j), mask and line_of(mask, dim, j) or nil
-    local ref = line_ref(xs, ms, o, dtype)
-    assert.tensor_equal(cs.tensor(ref, { dtype = dtype, device = "cpu" }), out:select(3 - dim, j), { strict = true },
+    local ref = line_ref(xs, ms, o, out_dt)
+    assert.tensor_equal(cs.tensor(ref, { dtype = out_dt, device = "cpu" }), out:select(3 - dim, j), { strict = true },
                         ("line %d of %s"):format(j, plan))
   end
 end
@@ -120,6 +125,18 @@ describe("the CPU's float tiles", function()
       end)
     end
   end
+
+  it("float32 rows into float64: odd sizes and every flag, then streaming and one long line, bit for bit", function()
+    H.with_rng("float tiles f32 f64", function(rng)
+      for _, o in ipairs(FLAGS) do
+        check(rng, "float32->float64", 2, { rng:int(9, 61), rng:int(900, 1100) }, o, false)
+      end
+      for _, k in ipairs({ 1, rng:int(2, #FLAGS), #FLAGS - 2 }) do
+        check(rng, "float32->float64", 2, { 515, 8195 }, FLAGS[k], true)
+      end
+      check(rng, "float32->float64", 2, { 1, 2 ^ 17 + 77 }, { reverse = true, exclusive = true, masked = true }, false)
+    end)
+  end)
 
   for _, layout in ipairs({ "x transposed", "out transposed" }) do
     it(("float32 rows with %s, odd sizes and every flag, then streaming, bit for bit"):format(layout), function()

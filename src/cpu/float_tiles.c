@@ -23,14 +23,14 @@
 #define AVX2_INLINE static inline __attribute__((always_inline, target("avx2,fma,f16c")))
 
 /* lines [l0, l1) over steps [k0, k1), one element at a time (edges and peels) */
-#define SCALAR_STEPS(T, TO_DOUBLE, FROM_DOUBLE)                                                     \
+#define SCALAR_STEPS(T, TO, TO_DOUBLE, FROM_DOUBLE)                                                 \
     for (int64_t k = k0; k < k1; k++)                                                               \
         for (int64_t l = l0; l < l1; l++) {                                                         \
             double v = TO_DOUBLE(((const T *)a->x)[l * a->xl + k * a->xs]);                         \
             if (a->m && !a->m[l * a->ml + k * a->ms]) v = a->prod ? 1.0 : 0.0;                      \
             const double next = a->prod ? acc[l] * v : acc[l] + v;                                  \
             const double out = k == 0 && l < a->empty ? (a->prod ? 1.0 : 0.0) : a->excl ? acc[l] : next; \
-            if (a->y) ((T *)a->y)[l * a->yl + k * a->ys] = FROM_DOUBLE(out);                        \
+            if (a->y) ((TO *)a->y)[l * a->yl + k * a->ys] = FROM_DOUBLE(out);                       \
             acc[l] = next;                                                                          \
         }
 
@@ -38,22 +38,27 @@
 #define AS_FLOAT(v) ((float)(v))
 static void scalar_f32(const cs_float_tile *a, double *acc, int64_t l0, int64_t l1, int64_t k0, int64_t k1)
 {
-    SCALAR_STEPS(float, AS_DOUBLE, AS_FLOAT)
+    SCALAR_STEPS(float, float, AS_DOUBLE, AS_FLOAT)
 }
 
 static void scalar_f64(const cs_float_tile *a, double *acc, int64_t l0, int64_t l1, int64_t k0, int64_t k1)
 {
-    SCALAR_STEPS(double, AS_DOUBLE, AS_DOUBLE)
+    SCALAR_STEPS(double, double, AS_DOUBLE, AS_DOUBLE)
 }
 
 static void scalar_f16(const cs_float_tile *a, double *acc, int64_t l0, int64_t l1, int64_t k0, int64_t k1)
 {
-    SCALAR_STEPS(uint16_t, cs_float16_to_double, cs_float16_from_double)
+    SCALAR_STEPS(uint16_t, uint16_t, cs_float16_to_double, cs_float16_from_double)
 }
 
 static void scalar_bf16(const cs_float_tile *a, double *acc, int64_t l0, int64_t l1, int64_t k0, int64_t k1)
 {
-    SCALAR_STEPS(uint16_t, cs_bfloat16_to_double, cs_bfloat16_from_double)
+    SCALAR_STEPS(uint16_t, uint16_t, cs_bfloat16_to_double, cs_bfloat16_from_double)
+}
+
+static void scalar_f32_f64(const cs_float_tile *a, double *acc, int64_t l0, int64_t l1, int64_t k0, int64_t k1)
+{
+    SCALAR_STEPS(float, double, AS_DOUBLE, AS_DOUBLE)
 }
 
 /* rows r[0..7] of eight floats become columns: r[j] then holds element j of every row */
@@ -585,12 +590,85 @@ static int64_t aligned_from(const void *y, int64_t size, int64_t width, int64_t 
     SCALAR(a, acc, 0, groups, end, a->n);                                                           \
     SCALAR(a, acc, groups, a->lines, 0, a->n);
 
+/* float32 rows into float64 (AVX-512 only): the block of 8 steps from step k, its float64 outputs
+ * transposed back as 8 x 8 doubles, a 64-byte store a line */
+#define AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512vl")))
+#define TRANSPOSE8_PD(q0, q1, q2, q3, q4, q5, q6, q7)                                               \
+    do {                                                                                            \
+        const __m512d t0 = _mm512_unpacklo_pd(q0, q1), t1 = _mm512_unpackhi_pd(q0, q1);             \
+        const __m512d t2 = _mm512_unpacklo_pd(q2, q3), t3 = _mm512_unpackhi_pd(q2, q3);             \
+        const __m512d t4 = _mm512_unpacklo_pd(q4, q5), t5 = _mm512_unpackhi_pd(q4, q5);             \
+        const __m512d t6 = _mm512_unpacklo_pd(q6, q7), t7 = _mm512_unpackhi_pd(q6, q7);             \
+        const __m512d u0 = _mm512_shuffle_f64x2(t0, t2, 0x88), u1 = _mm512_shuffle_f64x2(t1, t3, 0x88); \
+        const __m512d u2 = _mm512_shuffle_f64x2(t0, t2, 0xDD), u3 = _mm512_shuffle_f64x2(t1, t3, 0xDD); \
+        const __m512d u4 = _mm512_shuffle_f64x2(t4, t6, 0x88), u5 = _mm512_shuffle_f64x2(t5, t7, 0x88); \
+        const __m512d u6 = _mm512_shuffle_f64x2(t4, t6, 0xDD), u7 = _mm512_shuffle_f64x2(t5, t7, 0xDD); \
+        q0 = _mm512_shuffle_f64x2(u0, u4, 0x88), q4 = _mm512_shuffle_f64x2(u0, u4, 0xDD);            \
+        q1 = _mm512_shuffle_f64x2(u1, u5, 0x88), q5 = _mm512_shuffle_f64x2(u1, u5, 0xDD);            \
+        q2 = _mm512_shuffle_f64x2(u2, u6, 0x88), q6 = _mm512_shuffle_f64x2(u2, u6, 0xDD);            \
+        q3 = _mm512_shuffle_f64x2(u3, u7, 0x88), q7 = _mm512_shuffle_f64x2(u3, u7, 0xDD);            \
+    } while (0)
+#define F64_STEP(d, w)                                                                              \
+    do {                                                                                            \
+        const __m512d prev_ = *acc, v_ = _mm512_cvtps_pd(w);                                        \
+        *acc = PROD ? _mm512_mul_pd(prev_, v_) : _mm512_add_pd(prev_, v_);                          \
+        d = EXCL ? prev_ : *acc;                                                                    \
+    } while (0)
+
+AVX512_INLINE void row_block_f32_f64(const cs_float_tile *a, __m512d *acc, int64_t k, const int PROD, const int EXCL,
+                                     const int BACK, const int MASKED, const int STREAM)
+{
+    const float *x = a->x;
+    double *y = a->y;
+    const __m256 masked = _mm256_set1_ps(PROD ? 1.0f : 0.0f);
+    const int64_t at = BACK ? -(k + 7) : k; /* the block's lowest element */
+    __m256 r0 = ROW_LOAD(load8_f32, 0), r1 = ROW_LOAD(load8_f32, 1), r2 = ROW_LOAD(load8_f32, 2);
+    __m256 r3 = ROW_LOAD(load8_f32, 3), r4 = ROW_LOAD(load8_f32, 4), r5 = ROW_LOAD(load8_f32, 5);
+    __m256 r6 = ROW_LOAD(load8_f32, 6), r7 = ROW_LOAD(load8_f32, 7);
+    TRANSPOSE8(r0, r1, r2, r3, r4, r5, r6, r7);
+    __m512d d0, d1, d2, d3, d4, d5, d6, d7; /* walk order */
+    F64_STEP(d0, BACK ? r7 : r0);
+    F64_STEP(d1, BACK ? r6 : r1);
+    F64_STEP(d2, BACK ? r5 : r2);
+    F64_STEP(d3, BACK ? r4 : r3);
+    F64_STEP(d4, BACK ? r3 : r4);
+    F64_STEP(d5, BACK ? r2 : r5);
+    F64_STEP(d6, BACK ? r1 : r6);
+    F64_STEP(d7, BACK ? r0 : r7);
+    if (EXCL && k == 0 && a->empty) {
+        const int n = a->empty < 8 ? (int)a->empty : 8;
+        d0 = _mm512_mask_blend_pd((__mmask8)((1u << n) - 1u), d0, _mm512_set1_pd(PROD ? 1.0 : 0.0));
+    }
+    __m512d q0 = BACK ? d7 : d0, q1 = BACK ? d6 : d1, q2 = BACK ? d5 : d2, q3 = BACK ? d4 : d3; /* memory order */
+    __m512d q4 = BACK ? d3 : d4, q5 = BACK ? d2 : d5, q6 = BACK ? d1 : d6, q7 = BACK ? d0 : d7;
+    TRANSPOSE8_PD(q0, q1, q2, q3, q4, q5, q6, q7);
+    const __m512d q[8] = { q0, q1, q2, q3, q4, q5, q6, q7 };
+    for (int l = 0; l < 8; l++) {
+        if (STREAM) _mm512_stream_pd(y + l * a->yl + at, q[l]);
+        else _mm512_storeu_pd(y + l * a->yl + at, q[l]);
+    }
+}
+
+AVX512_INLINE void rows_f32_f64(const cs_float_tile *a, double *acc, int64_t k0, int64_t k1, const int PROD,
+                                const int EXCL, const int BACK, const int MASKED, const int STREAM)
+{
+    __m512d s8 = _mm512_loadu_pd(acc);
+    int64_t k = k0;
+    for (; k + 16 <= k1; k += 16) {
+        row_block_f32_f64(a, &s8, k, PROD, EXCL, BACK, MASKED, STREAM);
+        row_block_f32_f64(a, &s8, k + 8, PROD, EXCL, BACK, MASKED, STREAM);
+    }
+    if (k < k1) row_block_f32_f64(a, &s8, k, PROD, EXCL, BACK, MASKED, STREAM);
+    _mm512_storeu_pd(acc, s8);
+}
+
+AVX512 static void tile_rows_f32_f64(const cs_float_tile *a, double *acc) { ROWS_BODY(rows_f32_f64, scalar_f32_f64, 8, 8) }
+
 /* The entry points, twice: for AVX2, and for AVX-512VL, whose 32 vector registers hold a block of
  * rows and its transposes without spilling them to the stack */
 typedef void (*tile_fn)(const cs_float_tile *, double *);
 static int avx512_state = -1; /* use_avx512's answer, once known */
-enum { TOTAL_COLS, TILE_ROWS, TILE_COLS, TILE_MIXED, KINDS };
-#define ENTRIES(SUFFIX, TARGET)                                                                     \
+#define ENTRIES(SUFFIX, TARGET, ROWS_F32_F64)                                                                     \
     TARGET static void total_cols_f32##SUFFIX(const cs_float_tile *a, double *acc) { TOTAL_BODY(cols_total_f32, scalar_f32) } \
     TARGET static void total_cols_f64##SUFFIX(const cs_float_tile *a, double *acc) { TOTAL_BODY(cols_total_f64, scalar_f64) } \
     TARGET static void tile_rows_f32##SUFFIX(const cs_float_tile *a, double *acc) { ROWS_BODY(rows_f32##SUFFIX, scalar_f32, 4, 8) }  \
@@ -602,13 +680,13 @@ enum { TOTAL_COLS, TILE_ROWS, TILE_COLS, TILE_MIXED, KINDS };
     TARGET static void tile_cols_f16##SUFFIX(const cs_float_tile *a, double *acc) { COLS_BODY(cols_f16##SUFFIX, scalar_f16, 2, 8) }  \
     TARGET static void tile_cols_bf16##SUFFIX(const cs_float_tile *a, double *acc) { COLS_BODY(cols_bf16##SUFFIX, scalar_bf16, 2, 8) } \
     TARGET static void tile_mixed_f32##SUFFIX(const cs_float_tile *a, double *acc) { MIXED_BODY(mixed_f32##SUFFIX, scalar_f32) } \
-    static const tile_fn entries##SUFFIX[KINDS][4] = {                                                                  \
-        { total_cols_f32##SUFFIX, total_cols_f64##SUFFIX, NULL, NULL },                                                 \
-        { tile_rows_f32##SUFFIX, tile_rows_f64##SUFFIX, tile_rows_f16##SUFFIX, tile_rows_bf16##SUFFIX },               \
-        { tile_cols_f32##SUFFIX, tile_cols_f64##SUFFIX, tile_cols_f16##SUFFIX, tile_cols_bf16##SUFFIX },               \
-        { tile_mixed_f32##SUFFIX, NULL, NULL, NULL } };
-ENTRIES(_avx2, AVX2)
-ENTRIES(_avx512, __attribute__((target("avx2,fma,f16c,avx512f,avx512vl"))))
+    static const tile_fn entries##SUFFIX[CS_TILES_KINDS][5] = {                                                                  \
+        { total_cols_f32##SUFFIX, total_cols_f64##SUFFIX, NULL, NULL, NULL },                                           \
+        { tile_rows_f32##SUFFIX, tile_rows_f64##SUFFIX, tile_rows_f16##SUFFIX, tile_rows_bf16##SUFFIX, ROWS_F32_F64 }, \
+        { tile_cols_f32##SUFFIX, tile_cols_f64##SUFFIX, tile_cols_f16##SUFFIX, tile_cols_bf16##SUFFIX, NULL },         \
+        { tile_mixed_f32##SUFFIX, NULL, NULL, NULL, NULL } };
+ENTRIES(_avx2, AVX2, NULL)
+ENTRIES(_avx512, AVX512, tile_rows_f32_f64)
 
 void cs_cpu_stream_fence(void)
 {
@@ -633,6 +711,11 @@ static int use_avx512(void)
     return v;
 }
 
+int cs_cpu_float_tiles_have(int kind, int dtype)
+{
+    return cs_cpu_float_tiles_run() && (use_avx512() ? entries_avx512 : entries_avx2)[kind][dtype] != NULL;
+}
+
 int cs_cpu_float_tile(const cs_float_tile *a, double *acc)
 {
     if (!cs_cpu_float_tiles_run()) return 0;
@@ -642,14 +725,14 @@ int cs_cpu_float_tile(const cs_float_tile *a, double *acc)
     int kind;
     if (!a->y) { /* totals alone: columns */
         if (!across || a->lines < 4) return 0;
-        kind = TOTAL_COLS;
+        kind = CS_TILES_TOTALS;
     } else if (along && a->lines == 8) {
-        kind = TILE_ROWS;
+        kind = CS_TILES_ROWS;
     } else if (across && a->lines >= 8) {
-        kind = TILE_COLS;
+        kind = CS_TILES_COLS;
     } else if (a->dtype == CS_TILE_F32 && a->lines >= 8 && ((x_along && a->yl == 1) ||
                                             (a->xl == 1 && (!a->m || a->ml == 1) && (a->ys == 1 || a->ys == -1)))) {
-        kind = TILE_MIXED;
+        kind = CS_TILES_MIXED;
     } else {
         return 0;
     }
@@ -659,6 +742,12 @@ int cs_cpu_float_tile(const cs_float_tile *a, double *acc)
     return 1;
 }
 #else
+int cs_cpu_float_tiles_have(int kind, int dtype)
+{
+    (void)kind, (void)dtype;
+    return 0;
+}
+
 void cs_cpu_stream_fence(void) {}
 
 int cs_cpu_float_tiles_run(void)

@@ -143,11 +143,13 @@ static inline int64_t initial_offset(const walk_layout *w, int64_t line)
     return off;
 }
 
-/* a float dtype as cs_cpu_float_tile names it (-1: none) */
-static int tile_dtype(cs_dtype d)
+/* a pair of float dtypes as cs_cpu_float_tile names it (-1: none) */
+static int tile_dtype(cs_dtype in, cs_dtype out)
 {
-    return d == CS_FLOAT32 ? CS_TILE_F32 : d == CS_FLOAT64 ? CS_TILE_F64 : d == CS_FLOAT16 ? CS_TILE_F16
-         : d == CS_BFLOAT16 ? CS_TILE_BF16 : -1;
+    if (in == CS_FLOAT32 && out == CS_FLOAT64) return CS_TILE_F32_F64;
+    if (in != out) return -1;
+    return in == CS_FLOAT32 ? CS_TILE_F32 : in == CS_FLOAT64 ? CS_TILE_F64 : in == CS_FLOAT16 ? CS_TILE_F16
+         : in == CS_BFLOAT16 ? CS_TILE_BF16 : -1;
 }
 
 /* The last-level cache a core sees (an output beyond it is streamed to memory): the reported size,
@@ -198,7 +200,7 @@ static void plan_walk(const cs_scan_plan *p, walk_layout *w)
     }
     w->tw = !nstaged ? COLUMN_W : w->staged[0] && w->staged[2] ? ROWS_W : MIXED_W;
     w->tk = nstaged ? TILE_ELEMS / w->tw : PREFETCH_ROWS;
-    w->float_tiles = p->in_dtype == p->out_dtype && tile_dtype(p->in_dtype) >= 0 &&
+    w->float_tiles = tile_dtype(p->in_dtype, p->out_dtype) >= 0 &&
                (p->op == CS_SCAN_SUM || p->op == CS_SCAN_PROD);
     if (w->nlines <= LONG_LINES && w->len >= LONG_LEN) {
         int along = 1;
@@ -225,6 +227,12 @@ static void plan_walk(const cs_scan_plan *p, walk_layout *w)
     if (w->masked && (w->staged[1] != w->staged[0] || (!w->staged[1] && w->ix[1] != 1))) mixed = 0;
     if (w->split == SPLIT_SEGMENTS || (!w->split && !w->tiles)) rows = cols = 0;
     if (w->split || !w->tiles) mixed = 0;
+    if (w->float_tiles) {
+        const int td = tile_dtype(p->in_dtype, p->out_dtype);
+        rows = rows && cs_cpu_float_tiles_have(CS_TILES_ROWS, td);
+        cols = cols && cs_cpu_float_tiles_have(CS_TILES_COLS, td);
+        mixed = mixed && cs_cpu_float_tiles_have(CS_TILES_MIXED, td);
+    }
     w->float_tiles = w->float_tiles && (rows || cols || mixed);
     w->stream = w->nlines * w->len * (int64_t)cs_dtype_size(p->out_dtype) >= cache_bytes();
 }
@@ -463,7 +471,7 @@ typedef struct segment {
             if (w->float_tiles) { /* in registers, where it can */                                         \
                 const cs_float_tile ft = { xt, mt, totals ? NULL : yt, w->ix[0], w->ix[1], w->ix[2], xr, mr, w->sx[2], nc, kn, \
                                            excl && k0 == 0 && !p->initial ? (first < nc ? first : nc) : 0, \
-                                           tile_dtype(p->in_dtype), p->op == CS_SCAN_PROD, excl, w->stream }; \
+                                           tile_dtype(p->in_dtype, p->out_dtype), p->op == CS_SCAN_PROD, excl, w->stream }; \
                 if (!w->staged[0]) prefetch_rows(xt, xr * (int64_t)sizeof *xt, kn, nc * (int64_t)sizeof *xt, 0); \
                 if (cs_cpu_float_tile(&ft, (double *)(void *)acc)) continue;                               \
             }                                                                                              \

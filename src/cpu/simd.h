@@ -24,17 +24,20 @@ void cs_cpu_transpose(const void *src, int64_t ss, void *dst, int64_t ds, int64_
  * acc[l], which ends as the lines' carries (float16 and bfloat16 too, rows and columns). Rows (8 lines, steps of +-1) and columns (lines next to
  * each other) are taken; stream: the output is larger than the caches. Returns 0, with nothing done,
  * for other tiles and on a CPU without AVX2. */
-enum { CS_TILE_F32, CS_TILE_F64, CS_TILE_F16, CS_TILE_BF16 };
+enum { CS_TILE_F32, CS_TILE_F64, CS_TILE_F16, CS_TILE_BF16, CS_TILE_F32_F64 /* float32 in, float64 out */ };
+enum { CS_TILES_TOTALS, CS_TILES_ROWS, CS_TILES_COLS, CS_TILES_MIXED, CS_TILES_KINDS };
 typedef struct cs_float_tile {
     const void *x;
     const unsigned char *m; /* NULL: unmasked */
     void *y;                /* NULL: the lines' totals alone, into acc (columns) */
     int64_t xl, ml, yl, xs, ms, ys, lines, n;
     int64_t empty; /* lines [0, empty) start at step 0: an exclusive scan's first output there is empty */
-    int dtype; /* of x and out alike */
+    int dtype; /* CS_TILE_*: of x and out alike, or CS_TILE_F32_F64 */
     int prod, excl, stream;
 } cs_float_tile;
 int cs_cpu_float_tile(const cs_float_tile *a, double *acc);
+/* whether this CPU has the tiles of a kind (CS_TILES_*) for a CS_TILE_* dtype */
+int cs_cpu_float_tiles_have(int kind, int dtype);
 /* whether cs_cpu_float_tile runs on this CPU */
 int cs_cpu_float_tiles_run(void);
 /* orders a thread's streaming stores before what it does next (the end of a scan) */
