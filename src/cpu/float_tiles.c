@@ -1,11 +1,13 @@
-/* cpu/float_tiles.c - float32 and float64 sums and products over a tile of lines, in AVX2 registers.
+/* cpu/float_tiles.c - float sums and products over a tile of lines, in AVX2 or AVX-512 registers
+ * (float32, float64, float16 and bfloat16 in and out alike; float32 into float64 for rows on AVX-512).
  * rows     eight lines whose elements lie next to each other: a block of steps of the eight lines is
  *          loaded, transposed so that one vector holds one step of every line, folded, transposed
  *          back and stored, without the buffers of the generic walk;
  * columns  lines next to each other: each step of every line is one run of vectors;
  * mixed    float32 lines along the scan on one side and next to each other on the other (a
  *          transposed input into a contiguous result, or the reverse): one transpose a block.
- * Every output is the in-order float64 prefix of its line rounded once, as in the other walks.
+ * Every output is the in-order float64 prefix of its line rounded once, as in the other walks (the
+ * half types through floats rounded to odd, see odd4_avx2).
  * Stores bypass the caches (streaming stores) when the caller says the output is larger than they
  * are and the stores can be aligned: the output is then written once instead of read, merged and
  * written back. Streaming stores are weakly ordered: each thread that may have made them calls
