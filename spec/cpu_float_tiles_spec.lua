@@ -18,7 +18,7 @@ local function cpu_has(flag)
   f:close()
   return text:find("flags%s*:[^\n]* " .. flag .. "[ \n]") ~= nil
 end
-local TILES_RUN = cpu_has("avx2") and cpu_has("fma")
+local TILES_RUN = cpu_has("avx2") and cpu_has("fma") and cpu_has("f16c")
 -- float32 rows into float64 have AVX-512 tiles only
 local AVX512_RUNS = TILES_RUN and cpu_has("avx512vl") and os.getenv("CUSCAN_CPU_AVX512") ~= "0"
 

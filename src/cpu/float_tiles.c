@@ -697,7 +697,7 @@ void cs_cpu_stream_fence(void)
 
 int cs_cpu_float_tiles_run(void)
 {
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
 }
 
 /* The AVX-512 entries where the CPU has AVX-512VL, unless CUSCAN_CPU_AVX512=0 asks for the AVX2 ones

@@ -23,7 +23,7 @@ void cs_cpu_transpose(const void *src, int64_t ss, void *dst, int64_t ds, int64_
  * alike), float32 in and out or float64 in and out, a sum or a product folded in float64 from
  * acc[l], which ends as the lines' carries (float16 and bfloat16 too, rows and columns). Rows (8 lines, steps of +-1) and columns (lines next to
  * each other) are taken; stream: the output is larger than the caches. Returns 0, with nothing done,
- * for other tiles and on a CPU without AVX2. */
+ * for other tiles and on a CPU without AVX2, FMA and F16C. */
 enum { CS_TILE_F32, CS_TILE_F64, CS_TILE_F16, CS_TILE_BF16, CS_TILE_F32_F64 /* float32 in, float64 out */ };
 enum { CS_TILES_TOTALS, CS_TILES_ROWS, CS_TILES_COLS, CS_TILES_MIXED, CS_TILES_KINDS };
 typedef struct cs_float_tile {
