@@ -20,10 +20,10 @@
 void cs_cpu_transpose(const void *src, int64_t ss, void *dst, int64_t ds, int64_t nr, int64_t nc, size_t size);
 
 /* A tile of float lines for float_tiles.c: line l's step k at x[l * xl + k * xs] (mask and out
- * alike), float32 in and out or float64 in and out, a sum or a product folded in float64 from
- * acc[l], which ends as the lines' carries (float16 and bfloat16 too, rows and columns). Rows (8 lines, steps of +-1) and columns (lines next to
- * each other) are taken; stream: the output is larger than the caches. Returns 0, with nothing done,
- * for other tiles and on a CPU without AVX2, FMA and F16C. */
+ * alike), a sum or a product folded in float64 from acc[l], which ends as the lines' carries. Rows
+ * (8 lines, steps of +-1), columns (lines next to each other) and, for float32, mixed tiles are
+ * taken; stream: the output is larger than the caches. Returns 0, with nothing done, for other
+ * tiles and on a CPU without AVX2, FMA and F16C. */
 enum { CS_TILE_F32, CS_TILE_F64, CS_TILE_F16, CS_TILE_BF16, CS_TILE_F32_F64 /* float32 in, float64 out */ };
 enum { CS_TILES_TOTALS, CS_TILES_ROWS, CS_TILES_COLS, CS_TILES_MIXED, CS_TILES_KINDS };
 typedef struct cs_float_tile {
