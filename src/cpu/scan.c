@@ -110,7 +110,8 @@ typedef struct walk_layout {
     int tiles;                  /* the tile walk applies (else segments) */
     int64_t tw, tk;             /* tiles: at most tw lines a task, tk steps a tile */
     int split;                  /* long lines cut into blocks, walked as split_walk says */
-    int float_tiles;            /* tiles may take cs_cpu_float_tile */
+    int float_tiles;            /* tiles may take cs_cpu_float_tile, with dtype tile_dtype */
+    int tile_dtype;
     int stream;                 /* the output is larger than the caches: streaming stores */
 } walk_layout;
 
@@ -200,8 +201,8 @@ static void plan_walk(const cs_scan_plan *p, walk_layout *w)
     }
     w->tw = !nstaged ? COLUMN_W : w->staged[0] && w->staged[2] ? ROWS_W : MIXED_W;
     w->tk = nstaged ? TILE_ELEMS / w->tw : PREFETCH_ROWS;
-    w->float_tiles = tile_dtype(p->in_dtype, p->out_dtype) >= 0 &&
-               (p->op == CS_SCAN_SUM || p->op == CS_SCAN_PROD);
+    w->tile_dtype = tile_dtype(p->in_dtype, p->out_dtype);
+    w->float_tiles = w->tile_dtype >= 0 && (p->op == CS_SCAN_SUM || p->op == CS_SCAN_PROD);
     if (w->nlines <= LONG_LINES && w->len >= LONG_LEN) {
         int along = 1;
         for (int o = 0; o < 3; o++)
@@ -222,16 +223,16 @@ static void plan_walk(const cs_scan_plan *p, walk_layout *w)
         if (!w->staged[o] || w->sx[o] != w->sx[0]) rows = 0;
         if (w->staged[o] || w->ix[o] != 1) cols = 0;
     }
-    /* mixed (float32): x along the scan and out next to each other, or the other way round */
-    int mixed = p->in_dtype == CS_FLOAT32 && w->staged[0] != w->staged[2] && w->ix[w->staged[0] ? 2 : 0] == 1;
+    /* mixed (float32, which the tiles say): x along the scan and out next to each other, or the
+     * other way round */
+    int mixed = w->staged[0] != w->staged[2] && w->ix[w->staged[0] ? 2 : 0] == 1;
     if (w->masked && (w->staged[1] != w->staged[0] || (!w->staged[1] && w->ix[1] != 1))) mixed = 0;
     if (w->split == SPLIT_SEGMENTS || (!w->split && !w->tiles)) rows = cols = 0;
     if (w->split || !w->tiles) mixed = 0;
     if (w->float_tiles) {
-        const int td = tile_dtype(p->in_dtype, p->out_dtype);
-        rows = rows && cs_cpu_float_tiles_have(CS_TILES_ROWS, td);
-        cols = cols && cs_cpu_float_tiles_have(CS_TILES_COLS, td);
-        mixed = mixed && cs_cpu_float_tiles_have(CS_TILES_MIXED, td);
+        rows = rows && cs_cpu_float_tiles_have(CS_TILES_ROWS, w->tile_dtype);
+        cols = cols && cs_cpu_float_tiles_have(CS_TILES_COLS, w->tile_dtype);
+        mixed = mixed && cs_cpu_float_tiles_have(CS_TILES_MIXED, w->tile_dtype);
     }
     w->float_tiles = w->float_tiles && (rows || cols || mixed);
     w->stream = w->nlines * w->len * (int64_t)cs_dtype_size(p->out_dtype) >= cache_bytes();
@@ -471,7 +472,7 @@ typedef struct segment {
             if (w->float_tiles) { /* in registers, where it can */                                         \
                 const cs_float_tile ft = { xt, mt, totals ? NULL : yt, w->ix[0], w->ix[1], w->ix[2], xr, mr, w->sx[2], nc, kn, \
                                            excl && k0 == 0 && !p->initial ? (first < nc ? first : nc) : 0, \
-                                           tile_dtype(p->in_dtype, p->out_dtype), p->op == CS_SCAN_PROD, excl, w->stream }; \
+                                           w->tile_dtype, p->op == CS_SCAN_PROD, excl, w->stream };                  \
                 if (!w->staged[0]) prefetch_rows(xt, xr * (int64_t)sizeof *xt, kn, nc * (int64_t)sizeof *xt, 0); \
                 if (cs_cpu_float_tile(&ft, (double *)(void *)acc)) continue;                               \
             }                                                                                              \
@@ -694,7 +695,7 @@ static const char *walk_name(const walk_layout *w)
 /* how a walk stores: through float tiles in registers (where they apply), streaming past the caches */
 static const char *store_name(const walk_layout *w)
 {
-    if (!w->float_tiles || !cs_cpu_float_tiles_run()) return "";
+    if (!w->float_tiles) return "";
     return w->stream ? ", float tiles in registers, streaming stores" : ", float tiles in registers";
 }
 

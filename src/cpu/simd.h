@@ -38,8 +38,6 @@ typedef struct cs_float_tile {
 int cs_cpu_float_tile(const cs_float_tile *a, double *acc);
 /* whether this CPU has the tiles of a kind (CS_TILES_*) for a CS_TILE_* dtype */
 int cs_cpu_float_tiles_have(int kind, int dtype);
-/* whether cs_cpu_float_tile runs on this CPU */
-int cs_cpu_float_tiles_run(void);
 /* orders a thread's streaming stores before what it does next (the end of a scan) */
 void cs_cpu_stream_fence(void);
 
