@@ -191,6 +191,8 @@ cs_status launch_rows(const cs_scan_plan *p, cudaStream_t stream, Report &rep, c
     const int64_t tile = vec ? RowTile<S, VEC, kOneTileBytes<S>>::SIZE : RowTile<S, 1, kOneTileBytes<S>>::SIZE;
     const int64_t big_tile = vec ? RowTile<S, VEC, kPieceBytes<S>>::SIZE : RowTile<S, 1, kPieceBytes<S>>::SIZE;
     const int64_t line_tile = vec ? RowTile<S, VEC, kLineTileBytes<S>>::SIZE : RowTile<S, 1, kLineTileBytes<S>>::SIZE;
+    const int64_t warp_tile = vec ? RowTile<S, VEC, kWarpLineBytes<S>, true>::SIZE
+                                  : RowTile<S, 1, kWarpLineBytes<S>, true>::SIZE;
     bool packed = unit_stride && p->outer.ndim <= 1;
     if (p->outer.ndim == 1)
         for (int o = 0; o < CS_MAX_OPERANDS; o++)
@@ -198,18 +200,21 @@ cs_status launch_rows(const cs_scan_plan *p, cudaStream_t stream, Report &rep, c
     const int sms = cs_cuda_multiprocessors();
     // segmented: short packed lines, several per tile, unless that leaves the device half idle;
     // single: a line per tile; whole lines: many long lines, a block walks each (no block waits on
-    // another); line pieces: few long lines in big tiles joined by look-back
-    enum { SEGMENTED, SINGLE, WHOLE_LINES, PIECES } mode;
+    // another; flagged scans of very many lines: a warp walks each); line pieces: few long lines in
+    // big tiles joined by look-back
+    enum { SEGMENTED, SINGLE, WHOLE_LINES, PIECES, WARP_LINES } mode;
     // (segmented tiles hold several lines, which do not start from initial values)
     if (!p->initial && packed && p->len * 2 <= tile && p->nouter / (tile / p->len) >= P::kSegmentedMinTilesPerSm * sms)
         mode = SEGMENTED;
     else if (p->len <= tile) mode = SINGLE;
+    else if (S::FLAGGED && p->nouter >= P::kWarpLinesMinLinesPerSm * sms) mode = WARP_LINES;
     else if (p->nouter >= P::kWholeLinesMinLinesPerSm * sms) mode = WHOLE_LINES;
     else mode = PIECES;
     if (mode_is(force_mode, "segmented") && packed && p->len <= tile && !p->initial) mode = SEGMENTED;
     if (mode_is(force_mode, "single") && p->len <= tile) mode = SINGLE;
     if (mode_is(force_mode, "lines")) mode = WHOLE_LINES;
     if (mode_is(force_mode, "pieces")) mode = PIECES;
+    if (mode_is(force_mode, "warps")) mode = S::FLAGGED ? WARP_LINES : WHOLE_LINES;
 
     RowsArgs a;
     a.x = p->x;
@@ -230,11 +235,13 @@ cs_status launch_rows(const cs_scan_plan *p, cudaStream_t stream, Report &rep, c
     a.op = op_args(p);
     a.initial = p->initial;
     a.initial_dtype = p->initial_dtype;
-    const int64_t piece = mode == PIECES ? big_tile : mode == WHOLE_LINES ? line_tile : tile;
+    const int64_t piece = mode == PIECES ? big_tile : mode == WHOLE_LINES ? line_tile : mode == WARP_LINES ? warp_tile : tile;
     a.tiles_per_line = mode == SEGMENTED ? 1 : (p->len + piece - 1) / piece;
     const int64_t units = mode == SEGMENTED ? (p->nouter + a.lines_per_tile - 1) / a.lines_per_tile
-                        : mode == WHOLE_LINES ? p->nouter : p->nouter * a.tiles_per_line;
-    static const char *mode_names[] = { "segmented", "single", "lines", "pieces" };
+                        : mode == WHOLE_LINES ? p->nouter
+                        : mode == WARP_LINES ? (p->nouter + P::kRowWarps - 1) / P::kRowWarps
+                                             : p->nouter * a.tiles_per_line;
+    static const char *mode_names[] = { "segmented", "single", "lines", "pieces", "warps" };
     snprintf(rep.family, sizeof rep.family, "rows/%s", mode_names[mode]);
     snprintf(rep.detail, sizeof rep.detail, "%lld lines of %lld; tile %lld elements (%s), %lld blocks",
              (long long)p->nouter, (long long)p->len, (long long)piece, vec ? "vectors" : "single elements",
@@ -257,6 +264,9 @@ cs_status launch_rows(const cs_scan_plan *p, cudaStream_t stream, Report &rep, c
         case SEGMENTED: scan_rows_kernel<S, V, true><<<grid, threads, 0, stream>>>(a); break;
         case SINGLE: scan_rows_kernel<S, V, false><<<grid, threads, 0, stream>>>(a); break;
         case PIECES: scan_line_pieces_kernel<S, V><<<grid, threads, 0, stream>>>(a, sc.line, sc.queue); break;
+        case WARP_LINES:
+            if constexpr (S::FLAGGED) scan_warp_lines_kernel<S, V><<<grid, threads, 0, stream>>>(a);
+            break;
         }
         return cs_cuda_check(cudaGetLastError(), "scan kernel launch");
     });

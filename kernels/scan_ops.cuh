@@ -14,6 +14,7 @@
 #pragma once
 #include <cstdint>
 #include <type_traits>
+#include "lse_math.cuh"
 #include "scan_common.cuh"
 
 namespace cuscan {
@@ -42,6 +43,7 @@ struct ArgState {
 template <typename T>
 struct ArithOp {
     using State = T;
+    using Number = T;
     static constexpr bool kIndexed = false;
     int prod = 0;
     ArithOp() = default;
@@ -54,28 +56,71 @@ struct ArithOp {
     }
     template <typename E>
     __device__ __forceinline__ T lift(E e, int64_t) const { return to_acc<T>(e); }
+    __device__ __forceinline__ static T value(T v) { return v; }
+    template <typename N>
+    __device__ __forceinline__ static T from_number(N x) { return T(x); }
 };
 
-// ---- logcumsumexp: a running log-sum-exp in float64 ----
+// ---- logcumsumexp: a running sum of exp in float64, its exponent apart ----
 __device__ __forceinline__ double minus_inf() { return __longlong_as_double(0xfff0000000000000ll); }
 
+static __device__ const LseTables kLseTables = CS_LSE_TABLES;
+
+// The fold's exp as s * 2^k with k a whole number (an int64), so that every input has a state
+// (exp(3e38) included) and joining two states scales the smaller one's s by a power of two built
+// from bits: no exp or log there, and the exponents' arithmetic is integer work beside the FP64
+// pipe. An element costs one exp (lse_math.cuh), an output one log. Beyond 2^60 in magnitude an
+// element is its own log-sum (the log of any count is below half its last bit), so such a state's k
+// holds the element itself: past every other k (+-2^61 on), ordered as the elements are (a
+// positive double's bits order as its value), decoded exactly for the output. -inf elements are the
+// empty fold (k below every other, s = 0); NaN ones have s = NaN, which every later join keeps.
+struct LseState {
+    int64_t k;
+    double s;
+};
+
 struct LseOp {
-    using State = double;
+    using State = LseState;
+    using Number = double;
     static constexpr bool kIndexed = false;
+    static constexpr int64_t kEmptyK = INT64_MIN + 2048;     // (room below for k - 1024)
+    static constexpr int64_t kHugeK = int64_t(1) << 61;
+    static constexpr int64_t kBits2p60 = 0x43b0000000000000ll;   // the bits of 2^60
     LseOp() = default;
     __host__ __device__ explicit LseOp(const OpArgs &) {}
-    __device__ __forceinline__ double identity() const { return minus_inf(); }
-    __device__ __forceinline__ double empty() const { return minus_inf(); }
-    // max + log1p(exp(min - max)): no overflow whatever the magnitudes. Where min is -inf (the
-    // identity: exact) or max is +inf the result is max, which also keeps inf - inf out; NaN wins.
-    __device__ __forceinline__ double operator()(double a, double b) const
+    __device__ __forceinline__ State identity() const { return State{ kEmptyK, 0.0 }; }
+    __device__ __forceinline__ State empty() const { return identity(); }
+    __device__ __forceinline__ State operator()(State a, State b) const
     {
-        const double hi = fmax(a, b), lo = fmin(a, b);
-        const double r = (lo == minus_inf() || hi == -minus_inf()) ? hi : hi + log1p(exp(lo - hi));
-        return (a != a || b != b) ? a + b : r;
+        const bool a_hi = a.k >= b.k;
+        const int64_t kh = a_hi ? a.k : b.k, kl = a_hi ? b.k : a.k;
+        const double sh = a_hi ? a.s : b.s, sl = a_hi ? b.s : a.s;
+        const int64_t d = max(kl, kh - 1024) - kh;   // in [-1024, 0]
+        const double f = d >= -1022 ? __longlong_as_double((1023 + d) << 52) : 0.0;   // 2^d, or 0 far below
+        return State{ kh, fma(sl, f, sh) };
+    }
+    __device__ __forceinline__ static State from_number(double x)
+    {
+        if (fabs(x) < 0x1p60) {
+            State st;
+            lse_exp(x, kLseTables, st.k, st.s);
+            return st;
+        }
+        if (x != x) return State{ 0, x };
+        if (x == minus_inf()) return State{ kEmptyK, 0.0 };
+        const int64_t off = kHugeK + (__double_as_longlong(fabs(x)) - kBits2p60);   // +inf included
+        return State{ x > 0 ? off : -off, 1.0 };
+    }
+    // the state's log: -inf for the empty fold, NaN after a NaN, the element itself for a huge k
+    __device__ __forceinline__ static double value(State v)
+    {
+        if (!(v.s > 0.0)) return v.s == 0.0 ? minus_inf() : v.s;
+        if (v.k >= kHugeK) return __longlong_as_double(v.k - kHugeK + kBits2p60);
+        if (v.k <= -kHugeK) return -__longlong_as_double(-v.k - kHugeK + kBits2p60);
+        return lse_log(v.k, v.s, kLseTables);
     }
     template <typename E>
-    __device__ __forceinline__ double lift(E e, int64_t) const { return to_acc<double>(e); }
+    __device__ __forceinline__ State lift(E e, int64_t) const { return from_number(to_acc<double>(e)); }
 };
 
 // ---- cummax / cummin with indices: one instance for both, chosen at run time ----
@@ -195,16 +240,16 @@ struct FlaggedSpec {
     __device__ __forceinline__ static OutT out(const AccT &s)
     {
         if constexpr (INDEXED) return s.v.v;
-        else return to_out<OutT>(s.v);
+        else return to_out<OutT>(Base::value(s.v));
     }
     // a line's initial value (cs_scan_args.initial) as the state: it starts no segment, so a reset
     // at the line's first element drops it (cummax / cummin refuse initial values: scan.c)
     __device__ __forceinline__ static AccT initial(const void *base, int64_t off, cs_dtype dtype)
     {
-        using B = typename Base::State;
         if constexpr (INDEXED) return Op().identity();
-        else if constexpr (std::is_floating_point_v<B>) return AccT{ 0, B(cs_initial_double(base, off, dtype)) };
-        else return AccT{ 0, B(cs_initial_int64(base, off, dtype)) };
+        else if constexpr (std::is_floating_point_v<typename Base::Number>)
+            return AccT{ 0, Base::from_number(cs_initial_double(base, off, dtype)) };
+        else return AccT{ 0, Base::from_number(cs_initial_int64(base, off, dtype)) };
     }
     __device__ __forceinline__ static int64_t index(const AccT &s)
     {
@@ -216,7 +261,7 @@ struct FlaggedSpec {
     {
         if constexpr (INDEXED && std::is_same_v<InT, unsigned char>) return (unsigned char)(v != 0);
         else if constexpr (INDEXED) return v;
-        else return OutT(to_acc<typename Base::State>(v));
+        else return OutT(to_acc<typename Base::Number>(v));
     }
 };
 
@@ -248,6 +293,12 @@ __device__ __forceinline__ ArgState<V> shuffle_members(ArgState<V> s, Move &&mov
     return ArgState<V>{ shuffle_members(s.v, move), shuffle_members(s.i, move) };
 }
 
+template <typename Move>
+__device__ __forceinline__ LseState shuffle_members(LseState s, Move &&move)
+{
+    return LseState{ (int64_t)move((long long)s.k), move(s.s) };
+}
+
 template <typename T>
 __device__ __forceinline__ T shfl_up_state(T v, int d)
 {
@@ -269,6 +320,10 @@ template <typename T>
 __device__ __forceinline__ SegPair<T> load_cg(const SegPair<T> *p)
 {
     return SegPair<T>{ __ldcg(&p->f), load_cg(&p->v) };
+}
+__device__ __forceinline__ LseState load_cg(const LseState *p)
+{
+    return LseState{ (int64_t)__ldcg(reinterpret_cast<const long long *>(&p->k)), __ldcg(&p->s) };
 }
 template <typename V>
 __device__ __forceinline__ ArgState<V> load_cg(const ArgState<V> *p)

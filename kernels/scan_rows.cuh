@@ -31,7 +31,8 @@
 namespace cuscan {
 
 // Input bytes a thread holds per tile: BYTES > kRowBytes (line pieces) may hold up to 32 chunks.
-template <class S, int VEC, int BYTES>
+// WARP_TILES: the tile is one warp's (a warp walks a line alone).
+template <class S, int VEC, int BYTES, bool WARP_TILES = false>
 struct RowTile {
     using P = typename S::P;
     static constexpr int K_MAX = S::FLAGGED ? (BYTES > P::kRowBytesFlagged ? P::kPieceChunksFlagged : P::kRowChunksFlagged)
@@ -39,7 +40,7 @@ struct RowTile {
     static constexpr int K_FIT = BYTES / (VEC * (int)sizeof(typename S::InT));
     static constexpr int K = K_FIT > K_MAX ? K_MAX : (K_FIT < 1 ? 1 : K_FIT);
     static constexpr int WARP_SPAN = kWarp * VEC * K;
-    static constexpr int SIZE = P::kRowWarps * WARP_SPAN;
+    static constexpr int SIZE = (WARP_TILES ? 1 : P::kRowWarps) * WARP_SPAN;
 };
 
 // Input bytes a thread holds in the one-tile kernels: fewer when the fold's type is wider than the
@@ -56,6 +57,8 @@ constexpr int kPieceBytes = S::FLAGGED ? S::P::kPieceBytesFlagged
 template <class S>
 constexpr int kLineTileBytes = S::FLAGGED ? S::P::kLineBytesFlagged
                                : S::P::kRowBytes / (S::MASKED ? S::P::kMaskedLineDivisor : 1);
+template <class S>
+constexpr int kWarpLineBytes = S::P::kWarpLineBytesFlagged;
 
 struct RowsArgs {
     const void *x;
@@ -153,16 +156,19 @@ __device__ __forceinline__ RowSpan row_span(const RowsArgs &a, int64_t unit)
 
 // One tile's scan: load (issued early, so a block walking a line loads its next tile while it scans
 // the current one), then scan_and_store; the line-piece kernel uses the chunk-wise parts.
-template <class S, int VEC, bool SEG, int BYTES>
+template <class S, int VEC, bool SEG, int BYTES, bool WARP_TILES = false>
 struct RowTileScan {
     using InT = typename S::InT;
     using AccT = typename S::AccT;
     using OutT = typename S::OutT;
     using Op = typename S::Op;
-    using Tile = RowTile<S, VEC, BYTES>;
+    using Tile = RowTile<S, VEC, BYTES, WARP_TILES>;
     static constexpr int K = Tile::K;
     static constexpr int WARPS = S::P::kRowWarps;
     static constexpr bool REVERSE = S::REVERSE, MASKED = S::MASKED, FLAGGED = S::FLAGGED;
+
+    // the warp's place in the tile (0 for warp tiles)
+    __device__ __forceinline__ static int tile_warp() { return WARP_TILES ? 0 : (int)(threadIdx.x >> 5); }
 
     struct Regs {
         InT v[K][VEC];   // v[k][j]: logical element warp*WARP_SPAN + k*32*VEC + lane*VEC + j of the tile
@@ -186,7 +192,7 @@ struct RowTileScan {
     template <LoadHint H = kPlain>
     __device__ __forceinline__ static void load_chunk(const RowsArgs &a, const RowSpan &sp, int k, InT (&v)[VEC])
     {
-        const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+        const int lane = threadIdx.x & 31, warp = tile_warp();
         const InT *x = static_cast<const InT *>(a.x) + sp.ox;
         const unsigned char *m = a.mask + sp.om;
         const int e0 = warp * Tile::WARP_SPAN + k * 32 * VEC + lane * VEC;
@@ -231,7 +237,7 @@ struct RowTileScan {
     __device__ __forceinline__ static void load_chunk_flagged(const RowsArgs &a, const RowSpan &sp, int k, InT (&v)[VEC],
                                                               unsigned &fl)
     {
-        const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+        const int lane = threadIdx.x & 31, warp = tile_warp();
         const InT *x = static_cast<const InT *>(a.x) + sp.ox;
         const int e0 = warp * Tile::WARP_SPAN + k * 32 * VEC + lane * VEC;
         fl = 0;
@@ -293,7 +299,7 @@ struct RowTileScan {
     // The 1-based index along its line of element j of chunk k (cummax / cummin).
     __device__ __forceinline__ static int64_t index_of(const RowsArgs &a, const RowSpan &sp, int k, int j)
     {
-        const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+        const int lane = threadIdx.x & 31, warp = tile_warp();
         const int e = warp * Tile::WARP_SPAN + k * 32 * VEC + lane * VEC + j;
         if constexpr (SEG) {
             const int r = e % (int)a.len;
@@ -344,7 +350,7 @@ struct RowTileScan {
                                                        const InT (&v)[VEC], bool line_start)
     {
         const Op op;
-        const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+        const int lane = threadIdx.x & 31, warp = tile_warp();
         const int e0 = warp * Tile::WARP_SPAN + k * 32 * VEC + lane * VEC;
         if (e0 >= sp.count) return;
         OutT *y = static_cast<OutT *>(a.out) + sp.oo;
@@ -375,6 +381,14 @@ struct RowTileScan {
         }
     }
 
+    // Chunk k's elements as states (flagged scans).
+    __device__ __forceinline__ static void lift_chunk(const Op &op, const RowsArgs &a, const RowSpan &sp, int k,
+                                                      const InT (&v)[VEC], unsigned fl, AccT (&e)[VEC])
+    {
+#pragma unroll
+        for (int j = 0; j < VEC; j++) e[j] = elem(op, a, sp, k, v, fl, j);
+    }
+
     // Flagged scans: the outputs of chunk k (and their indices, when asked for). An element that
     // starts a segment (or the line) gets the empty prefix in an exclusive scan.
     template <bool STREAM = false>
@@ -382,7 +396,18 @@ struct RowTileScan {
                                                                const InT (&v)[VEC], unsigned fl, bool line_start)
     {
         const Op op(a.op);
-        const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+        AccT e[VEC];
+        lift_chunk(op, a, sp, k, v, fl, e);
+        store_lifted<STREAM>(a, sp, k, b, e, fl, line_start);
+    }
+
+    // The same from the chunk's states (lifted once for the lane's fold and its outputs).
+    template <bool STREAM = false>
+    __device__ __forceinline__ static void store_lifted(const RowsArgs &a, const RowSpan &sp, int k, AccT b,
+                                                        const AccT (&e)[VEC], unsigned fl, bool line_start)
+    {
+        const Op op(a.op);
+        const int lane = threadIdx.x & 31, warp = tile_warp();
         const int e0 = warp * Tile::WARP_SPAN + k * 32 * VEC + lane * VEC;
         if (e0 >= sp.count) return;
         OutT *y = static_cast<OutT *>(a.out) + sp.oo;
@@ -390,7 +415,7 @@ struct RowTileScan {
         int64_t idx[VEC];
 #pragma unroll
         for (int j = 0; j < VEC; j++) {
-            const AccT nb = op(b, elem(op, a, sp, k, v, fl, j));
+            const AccT nb = op(b, e[j]);
             const bool first = ((fl >> (16 + j)) & 1u) || (j == 0 && line_start);
             const AccT o = a.exclusive ? (first ? op.empty() : b) : nb;
             out[j] = S::out(o);
@@ -429,8 +454,30 @@ struct RowTileScan {
     // exclusive scan gives it the empty prefix? Not with initial values: it gets the line's own.
     __device__ __forceinline__ static bool starts_line(const RowsArgs &a, const RowSpan &sp, int k)
     {
-        const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+        const int lane = threadIdx.x & 31, warp = tile_warp();
         return sp.piece == 0 && warp == 0 && k == 0 && lane == 0 && !a.initial;
+    }
+
+    // Warp tiles (flagged scans): the warp scans its tile chunk by chunk from `carry` and returns the
+    // carry after it; each chunk's elements are lifted once, for the lane's fold and its outputs.
+    __device__ __forceinline__ static AccT scan_warp_tile(const RowsArgs &a, int64_t unit, const Regs &r, AccT carry)
+    {
+        static_assert(WARP_TILES && FLAGGED, "a warp's own tile of a flagged scan");
+        const Op op(a.op);
+        const RowSpan sp = span(a, unit);
+#pragma unroll
+        for (int k = 0; k < K; k++) {
+            AccT e[VEC];
+            lift_chunk(op, a, sp, k, r.v[k], r.fl[k], e);
+            AccT t = e[0];
+#pragma unroll
+            for (int j = 1; j < VEC; j++) t = op(t, e[j]);
+            AccT chunk_total;
+            const AccT ex = warp_exclusive(op, t, chunk_total);
+            store_lifted(a, sp, k, op(carry, ex), e, r.fl[k], starts_line(a, sp, k));
+            carry = op(carry, chunk_total);
+        }
+        return carry;
     }
 
     // Scans tile `unit` and stores it. With `with_carry` (a block walking a whole line) the tile
@@ -679,6 +726,31 @@ __global__ void __launch_bounds__(S::P::kRowWarps * kWarp, S::P::kRowBlocksPerSm
 scan_lines_flagged_kernel(const RowsArgs a)
 {
     if constexpr (policy_active<typename S::P>()) scan_whole_lines<S, VEC>(a);
+}
+
+// Many long lines, flagged scans: a warp per line, walking its tiles with the carry in registers and
+// loading the next tile while it scans the current one. No barriers and no shared memory, so a
+// warp never waits for the others of its block; the order of the combines is the line pieces'.
+template <class S, int VEC>
+__global__ void __launch_bounds__(S::P::kRowWarps * kWarp, S::P::kWarpLinesBlocksPerSm)
+scan_warp_lines_kernel(const RowsArgs a)
+{
+    if constexpr (policy_active<typename S::P>()) {
+        using T = RowTileScan<S, VEC, false, kWarpLineBytes<S>, true>;
+        const int64_t line = (int64_t)blockIdx.x * S::P::kRowWarps + (threadIdx.x >> 5);
+        if (line >= a.nlines) return;
+        const int64_t first = line * a.tiles_per_line, end = first + a.tiles_per_line;
+        typename T::Regs ra, rb;
+        typename S::AccT carry = line_start_state<S>(a, line);
+        T::load(a, first, ra);
+        for (int64_t u = first; u < end; u += 2) {
+            if (u + 1 < end) T::load(a, u + 1, rb);
+            carry = T::scan_warp_tile(a, u, ra, carry);
+            if (u + 1 >= end) break;
+            if (u + 2 < end) T::load(a, u + 2, ra);
+            carry = T::scan_warp_tile(a, u + 1, rb, carry);
+        }
+    }
 }
 
 }  // namespace cuscan

@@ -35,6 +35,9 @@ struct TuningSm80 {
     static constexpr int kRowBlocksPerSmFlagged = 2;   // launch bound of the whole-lines kernels
     static constexpr int kRowTileBlocksPerSmFlagged = 4;   // ... and of the one-tile kernels
     static constexpr int kWholeLinesMinLinesPerSm = 4; // a block walks whole lines above this
+    static constexpr int kWarpLinesMinLinesPerSm = 32; // flagged scans: a warp walks each line above this
+    static constexpr int kWarpLineBytesFlagged = 64;   // ... holding two tiles of this many bytes a thread
+    static constexpr int kWarpLinesBlocksPerSm = 3;    // ... launch bound
 
     // columns: units of (kColWarps / WC) x rows-per-warp rows by 32 * WC * CV columns
     static constexpr int kColWarps = 8;

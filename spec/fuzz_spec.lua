@@ -26,7 +26,7 @@ local ORACLE_CAP = 6000  -- elements the plain-Lua oracle checks
 -- case runs as the planner chooses and once more through one of these, picked by the case's number,
 -- so the fuzz reaches every family on every kind of case. A family that cannot take a case leaves it
 -- to the planner (the result must agree either way).
-local FAMILIES = { "rows", "rows/lines", "rows/pieces", "rows/segmented", "columns", "columns/walk",
+local FAMILIES = { "rows", "rows/lines", "rows/pieces", "rows/segmented", "rows/warps", "columns", "columns/walk",
                    "columns/lookback", "slabs", "slabs/whole", "slabs/walk", "slabs/lookback" }
 local FORCED = os.getenv("CUSCAN_FORCE_FAMILY")
 

@@ -149,6 +149,28 @@ H.each_device("logcumsumexp: special values", function(dev, it)
     local y = cs.tensor({ 1000, 1000 }, { device = dev }):logcumsumexp(1):totable()
     assert.equal(H.f32(1000 + math.log(2)), y[2])
   end)
+
+  it("keeps its accuracy across magnitudes: tiny, moderate, past 2^60 and back, in one line", function()
+    -- float64 in and out: elements from 1e-300 to 1e300 in magnitude, both signs, shuffled,
+    -- with runs of equal ones (their log-sum needs the count), against the oracle's fold
+    H.with_rng("logcumsumexp magnitudes" .. dev, function(rng)
+      local v = {}
+      while #v < 3000 do
+        local e = rng:pick({ -300, -20, -3, 0, 1, 2, 5, 10, 17, 18, 19, 25, 100, 300 })
+        local x = (rng:uniform(1, 10) * 10 ^ e) * (rng:bool() and -1 or 1)
+        for _ = 1, rng:bool(0.1) and 3 or 1 do v[#v + 1] = x end
+      end
+      local x = cs.tensor(v, { device = dev, dtype = "float64" })
+      for _, rev in ipairs({ false, true }) do
+        local want = H.scan_line(v, { op = "lse", reverse = rev })
+        assert.tensor_near(want, x:logcumsumexp(1, { reverse = rev }), H.tol("float64", "lse", 64))
+      end
+      -- the same values rounded to float32
+      local x32 = x:to("float32")
+      local want = H.scan_line(x32:totable(), { op = "lse" })
+      assert.tensor_near(H.as_stored(want, "float32"), x32:logcumsumexp(1), 2 ^ -23, 0)
+    end)
+  end)
 end)
 
 H.each_device("logcumsumexp: accuracy and determinism", function(dev, it)

@@ -18,11 +18,12 @@ local SHAPES = {
   ["rows/single"] = { { 61, 1000, 1 }, { 5, 24, 1 } },
   ["rows/lines"] = { { 33, 17001, 1 }, { 8, 4099, 1 } },
   ["rows/pieces"] = { { 3, 30011, 1 }, { 1, 65537, 1 } },
+  ["rows/warps"] = { { 33, 17001, 1 }, { 11, 4099, 1 }, { 70, 600, 1 } },
   ["columns/lookback"] = { { 5, 333, 65 }, { 3, 1200, 1031 } },
   ["columns/walk"] = { { 5, 333, 65 }, { 3, 1200, 1031 } },
 }
 local ORDER = { "slabs/whole", "slabs/walk", "slabs/lookback", "rows/segmented", "rows/single", "rows/lines",
-                "rows/pieces", "columns/lookback", "columns/walk" }
+                "rows/pieces", "rows/warps", "columns/lookback", "columns/walk" }
 
 -- op -> {input dtype, output dtype} pairs
 local PAIRS = {

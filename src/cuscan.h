@@ -281,7 +281,8 @@ typedef struct cs_scan_args {
  *           floats, the dtype's minimum / maximum for integers, false / true for bool) and the
  *           index is 0.
  *   CS_SCAN_LOGSUMEXP  float inputs, float outputs as for sums; accumulated in float64 as a running
- *           log-sum-exp (stable for inputs near the dtype's maximum). -inf is the identity: an
+ *           log-sum-exp (stable for inputs near the dtype's maximum: on CUDA a sum of exps with its
+ *           power of two apart, on the CPU the larger plus log1p(exp(-|a - b|)) each step). -inf is the identity: an
  *           all -inf prefix, a masked-out element and an exclusive scan's empty prefix give -inf;
  *           NaN propagates; +inf gives +inf.
  *   mask    a masked-out element is skipped: sums and products read it as +0.0 (0) or 1, as
@@ -322,8 +323,10 @@ cs_status cs_scan_explain_with(char *buf, size_t n, const cs_tensor *x, int dim,
 
 /* For tests and diagnosis: makes CUDA scans use the named kernel family, and mode, wherever it can
  * handle the call, as CUSCAN_FORCE_FAMILY does: "rows" (rows/segmented, rows/single, rows/lines,
- * rows/pieces), "columns" (columns/lookback, columns/walk) or "slabs" (slabs/whole, slabs/walk,
- * slabs/lookback). NULL or "" gives the choice back to the planner. Results are the same either way
+ * rows/pieces, rows/warps), "columns" (columns/lookback, columns/walk) or "slabs" (slabs/whole,
+ * slabs/walk, slabs/lookback). rows/warps (a warp walks each line) serves the flagged scans (cummax,
+ * cummin, logcumsumexp, scans with a reset); plain cumsum and cumprod forced there run as
+ * rows/lines. NULL or "" gives the choice back to the planner. Results are the same either way
  * (up to float64 rounding for float64 sums). */
 cs_status cs_scan_force_family(const char *name);
 

@@ -215,7 +215,7 @@ static int flat_form(const scan_operands *ops, int dim, int64_t *outer, int64_t 
 
 /* The kernel families and modes a scan can be forced to (the CUDA side's names: kernels/). */
 static const char *const family_names[] = {
-    "rows", "rows/segmented", "rows/single", "rows/lines", "rows/pieces",
+    "rows", "rows/segmented", "rows/single", "rows/lines", "rows/pieces", "rows/warps",
     "columns", "columns/lookback", "columns/walk",
     "slabs", "slabs/whole", "slabs/walk", "slabs/lookback",
 };

@@ -166,8 +166,8 @@ local ENTRIES = {
   { "Scans", { "cs.logcumsumexp", "x:logcumsumexp" },
     "cs.logcumsumexp(x, dim[, opts]) / x:logcumsumexp(dim[, opts])",
     [[log(cumsum(exp(x))) along dim without its overflow: a running log-sum-exp accumulated in
-      float64 (each step the larger plus log1p(exp(-|a - b|))), so inputs near the dtype's maximum
-      give finite results. Float dtypes only; opts as for cs.cumsum (dtype: float16 or bfloat16 to
+      float64 (on the GPU a sum of exps with its power of two kept apart, on the CPU each step the
+      larger plus log1p(exp(-|a - b|))), so inputs near the dtype's maximum give finite results. Float dtypes only; opts as for cs.cumsum (dtype: float16 or bfloat16 to
       float32 or float64, float32 to float64). -inf is the identity: an all -inf prefix, a
       masked-out element (skipped) and an exclusive scan's empty prefix give -inf; NaN propagates;
       +inf gives +inf. initial is a log-sum-exp carried in (-inf starts afresh). float32 results
@@ -189,10 +189,12 @@ local ENTRIES = {
     [[As for the op's scan; an unknown op.]] },
   { "Scans", { "cs.force_family" }, "cs.force_family(name)",
     [[For tests and diagnosis: CUDA scans use the named kernel family (and mode) wherever it can
-      handle the call: "rows" (rows/segmented, rows/single, rows/lines, rows/pieces), "columns"
-      (columns/lookback, columns/walk) or "slabs" (slabs/whole, slabs/walk, slabs/lookback), as
-      the environment variable CUSCAN_FORCE_FAMILY does; nil gives the choice back to the
-      planner. Results are the same whichever family runs.]],
+      handle the call: "rows" (rows/segmented, rows/single, rows/lines, rows/pieces, rows/warps),
+      "columns" (columns/lookback, columns/walk) or "slabs" (slabs/whole, slabs/walk,
+      slabs/lookback), as the environment variable CUSCAN_FORCE_FAMILY does; nil gives the choice
+      back to the planner. rows/warps (a warp walks each line) serves cummax, cummin,
+      logcumsumexp and segmented scans; plain cumsum and cumprod forced there walk whole lines by
+      blocks (rows/lines). Results are the same whichever family runs.]],
     [[An unknown name.]] },
   { "Scans", { "x:reverse_cumsum" }, "x:reverse_cumsum(dim[, opts])",
     [[x:cumsum(dim, {reverse = true}): the sum from each element to the end of the dim, equal to
