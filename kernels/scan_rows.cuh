@@ -25,6 +25,7 @@
 // is kept, bit 16 + j that it starts a segment; in segmented mode line starts are segment starts.
 #pragma once
 #include <cstring>
+#include <type_traits>
 #include <cub/warp/warp_scan.cuh>
 #include "lookback.cuh"
 
@@ -458,6 +459,92 @@ struct RowTileScan {
         return sp.piece == 0 && warp == 0 && k == 0 && lane == 0 && !a.initial;
     }
 
+    // logcumsumexp over a warp tile as a plain float64 sum: when the tile has no reset, no NaN, no
+    // infinity, and its kept values and the carry lie within kSpan of the largest of them, R, no
+    // exp(x - R) can underflow before its own prefix's maximum, so the sum of exp(x - R) from one
+    // reference is as exact as the joined states, at an exp, a few adds and a log an element (no
+    // segmented pairs, no 64-bit selects). Returns false, having stored nothing, where it does not
+    // apply; the generic walk then takes the tile.
+    __device__ __forceinline__ static bool lse_warp_tile(const RowsArgs &a, const RowSpan &sp, const Regs &r,
+                                                         AccT &carry)
+    {
+        constexpr double kSpan = 600.0;
+        const double ninf = minus_inf();
+        double m = ninf;
+        bool odd = false;
+#pragma unroll
+        for (int k = 0; k < K; k++) {
+            odd |= (r.fl[k] >> 16) != 0;
+#pragma unroll
+            for (int j = 0; j < VEC; j++) {
+                const double x = to_acc<double>(r.v[k][j]);
+                if ((r.fl[k] >> j) & 1u) {
+                    m = fmax(m, x);
+                    odd |= !(fabs(x) < 0x1p60);
+                }
+            }
+        }
+#pragma unroll
+        for (int d = 16; d >= 1; d >>= 1) m = fmax(m, __shfl_xor_sync(0xffffffffu, m, d));
+        const LseState c = carry.v;
+        const bool has_carry = c.s > 0.0;
+        odd |= !(c.s >= 0.0) || c.k >= LseOp::kHugeK || c.k <= -LseOp::kHugeK;
+        const double ck = has_carry ? (double)c.k * kLseLn2Hi : ninf;   // the carry's log, to within log(s)
+        const double R = fmax(m, ck);
+        odd |= R == ninf || (has_carry && ck < R - kSpan);
+#pragma unroll
+        for (int k = 0; k < K; k++)
+#pragma unroll
+            for (int j = 0; j < VEC; j++)
+                if ((r.fl[k] >> j) & 1u) odd |= to_acc<double>(r.v[k][j]) < R - kSpan;
+        if (__any_sync(0xffffffffu, odd)) return false;
+
+        // exp(d) for -kSpan - 1 <= d <= 0 (a normal power of two from lse_exp's k)
+        auto exp_rel = [](double d) {
+            int64_t k;
+            double s;
+            lse_exp(d, kLseTables, k, s);
+            return s * __longlong_as_double((1023 + k) << 52);
+        };
+        const double kc = (double)c.k;
+        double P = has_carry ? c.s * exp_rel(fma(kc, kLseLn2Hi, -R) + kc * kLseLn2Lo) : 0.0;
+        const int lane = threadIdx.x & 31;
+        OutT *y = static_cast<OutT *>(a.out) + sp.oo;
+#pragma unroll
+        for (int k = 0; k < K; k++) {
+            double t[VEC], lane_sum = 0.0;
+#pragma unroll
+            for (int j = 0; j < VEC; j++) {
+                t[j] = (r.fl[k] >> j) & 1u ? exp_rel(to_acc<double>(r.v[k][j]) - R) : 0.0;
+                lane_sum += t[j];
+            }
+            double ex, chunk_total;
+            typename cub::WarpScan<double>::TempStorage unused;
+            cub::WarpScan<double>(unused).ExclusiveSum(lane_sum, ex, chunk_total);
+            const int e0 = k * 32 * VEC + lane * VEC;
+            if (e0 < sp.count) {
+                double before = P + ex;
+                const bool first = starts_line(a, sp, k);
+                OutT out[VEC];
+#pragma unroll
+                for (int j = 0; j < VEC; j++) {
+                    const double after = before + t[j];
+                    const double o = a.exclusive ? (j == 0 && first ? 0.0 : before) : after;
+                    out[j] = to_out<OutT>(o > 0.0 ? R + lse_log(0, o, kLseTables) : ninf);
+                    before = after;
+                }
+                store_out<false>(a, y, sp.pbase + (REVERSE ? sp.count - e0 - VEC : e0), out);
+            }
+            P += chunk_total;
+        }
+        // the new carry, e^R P as a state
+        int64_t kr;
+        double sr;
+        lse_exp(R, kLseTables, kr, sr);
+        carry.v = LseState{ kr, sr * P };
+        return true;
+    }
+
     // Warp tiles (flagged scans): the warp scans its tile chunk by chunk from `carry` and returns the
     // carry after it; each chunk's elements are lifted once, for the lane's fold and its outputs.
     __device__ __forceinline__ static AccT scan_warp_tile(const RowsArgs &a, int64_t unit, const Regs &r, AccT carry)
@@ -465,6 +552,8 @@ struct RowTileScan {
         static_assert(WARP_TILES && FLAGGED, "a warp's own tile of a flagged scan");
         const Op op(a.op);
         const RowSpan sp = span(a, unit);
+        if constexpr (std::is_same_v<Op, SegOp<LseOp>>)
+            if (lse_warp_tile(a, sp, r, carry)) return carry;
 #pragma unroll
         for (int k = 0; k < K; k++) {
             AccT e[VEC];

@@ -159,6 +159,47 @@ describe("cummax, cummin, logcumsumexp and segmented scans in every kernel famil
     end
   end)
 
+  it("logcumsumexp in rows/warps: tiles summed from one reference and tiles of joined states, side by side",
+    function()
+    -- a warp's tile is summed as plain exps from one reference unless it holds a reset, NaN, an
+    -- infinity or values more than 600 apart: lines of U[-100, 100) take the plain sums throughout;
+    -- some lines carry such elements in a few places, so tiles of both kinds meet and hand each
+    -- other their carries (and a carry far below or above the next tile's values)
+    cs.force_family("rows/warps")
+    local seed = H.seed_for("more scans lse warps")
+    H.replay(seed, "rows/warps logcumsumexp", function()
+      local rng = H.rng(seed)
+      local shape = { 24, 9001 }
+      for _, pair in ipairs({ { "float32" }, { "float64" }, { "bfloat16", "float32" } }) do
+        local idt, odt = pair[1], pair[2] or pair[1]
+        local v = H.build(shape, function() return rng:uniform(-100, 100) end)
+        for line = 1, shape[1] do
+          local kind = line % 6
+          local at = rng:int(1, shape[2])
+          if kind == 1 then v[line][at] = 0 / 0
+          elseif kind == 2 then v[line][at] = 1 / 0
+          elseif kind == 3 then v[line][at] = -1 / 0
+          elseif kind == 4 then for k = at, math.min(at + 700, shape[2]) do v[line][k] = v[line][k] - 1000 end
+          elseif kind == 5 then for k = at, math.min(at + 700, shape[2]) do v[line][k] = v[line][k] + 900 end end
+        end
+        local x = cs.tensor(v, { dtype = idt, device = "cpu" })
+        for _, f in ipairs({ {}, { reverse = true }, { exclusive = true }, { reverse = true, exclusive = true } }) do
+          local m = rng:bool() and cs.rand(shape, { seed = rng:int(1, 1e9), device = "cpu" }):lt(0.8) or nil
+          local o = { reverse = f.reverse, exclusive = f.exclusive, mask = m, dtype = pair[2] }
+          local want = x:logcumsumexp(2, o)
+          local xd = x:cuda()
+          assert.equal("cuda rows/warps:", cs.explain(xd, 2, { op = "logcumsumexp", dtype = pair[2] }):sub(1, 16))
+          o.mask = m and m:cuda()
+          o.out = cs.full(shape, 0 / 0, { dtype = odt, device = "cuda" })
+          local got = xd:logcumsumexp(2, o)
+          check("logcumsumexp", odt, shape[2], want, got)
+          o.out = nil
+          assert.is_true(H.bits(got) == H.bits(xd:logcumsumexp(2, o)), "a second run gave other bits")
+        end
+      end
+    end)
+  end)
+
   it("views one element past a vector boundary take the element-wise paths, in every family", function()
     for _, family in ipairs(ORDER) do
       cs.force_family(family)
