@@ -1,8 +1,9 @@
 // lse_math.cuh - the float64 arithmetic of logcumsumexp (scan_ops.cuh's LseOp): exp of an element
 // as s * 2^k, and the log of such a sum. Table and short polynomial, so that an element costs about
-// a dozen FP64 instructions where the library's exp and log cost five times that: logcumsumexp is
-// bound by the GPU's FP64 rate, not by memory, unless its arithmetic is this lean.
-// Host and device both compile these functions (the host for checking them against references).
+// a dozen FP64 instructions where the library's exp and log cost several times that (bench/NOTES.md):
+// logcumsumexp is bound by the GPU's FP64 rate, not by memory, unless its arithmetic is this lean.
+// Host and device both compile these functions: spec/lse_math_spec.lua checks them on the host
+// against long double (CS_LSE_TABLES gives it the tables the device reads).
 #pragma once
 #include <cstdint>
 #include <cstring>
