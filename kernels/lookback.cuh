@@ -285,6 +285,74 @@ __device__ __forceinline__ void strip_lookback(const Op &op, const VectorStatus<
     if (threadIdx.x == 0) st.set_flag(unit, kInclusive);
 }
 
+// ---- a vector of `width` values per unit, a packed word per value ----
+// Each (unit, column) posts its aggregate and its inclusive prefix in two packed words (status and
+// value in one 16-byte store, as PackedStatus), so a column's look-back needs no flag, fence or
+// block barrier: the threads of a column read their predecessors' words themselves, and a word
+// read early (before the tile's loads land) is as good as one read late.
+template <typename AccT>
+struct ColumnStatus {
+    using Words = PackedStatus<std::conditional_t<Wire<AccT>::kFits, AccT, double>>;   // (unused when AccT does not fit)
+    Words aggregate, inclusive;
+    int64_t width;
+
+    __device__ __forceinline__ int64_t at(int64_t unit, int col) const { return unit * width + col; }
+    // the prefix of (unit, col) if it has been posted
+    __device__ __forceinline__ bool peek(int64_t unit, int col, AccT &v) const
+    {
+        return inclusive.poll(at(unit, col), v) == kInclusive;
+    }
+};
+
+// The exclusive prefix of column `col` of `unit` (not a strip's first), its predecessors `step`
+// ids apart: the nearest predecessor with a posted prefix, then the aggregates after it folded in
+// order (the chain of lookback.cuh's determinism note). `owner` posts the unit's aggregate first,
+// then its inclusive prefix. Per thread; polls four predecessors at a time.
+template <typename Op, typename AccT>
+__device__ __forceinline__ AccT column_lookback(const Op &op, const ColumnStatus<AccT> &cs, int64_t unit, int64_t step,
+                                                int col, bool owner, AccT total)
+{
+    if (owner) cs.aggregate.post(cs.at(unit, col), kAggregate, total);
+    int64_t done = 0;   // predecessors 1..done have posted their aggregates
+    AccT p;
+    int64_t d;
+    for (;;) {
+        unsigned fi[4], fa[4];
+        AccT vi[4], va[4];
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const int64_t u = unit - (done + 1 + i) * step;
+            fi[i] = fa[i] = kEmpty;
+            if (u >= 0) {
+                fi[i] = cs.inclusive.poll(cs.at(u, col), vi[i]);
+                fa[i] = cs.aggregate.poll(cs.at(u, col), va[i]);
+            }
+        }
+        int found = -1, posted = 0;
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            if (found >= 0 || posted < i) continue;
+            if (fi[i] == kInclusive) found = i;
+            else if (fa[i] == kAggregate) posted = i + 1;
+        }
+        if (found >= 0) {
+            d = done + 1 + found;
+            p = vi[0];
+#pragma unroll
+            for (int i = 1; i < 4; i++)
+                if (i == found) p = vi[i];
+            break;
+        }
+        done += posted;
+    }
+    for (int64_t k = d - 1; k >= 1; k--) {   // aggregates, once posted, never change
+        AccT v;
+        cs.aggregate.poll(cs.at(unit - k * step, col), v);
+        p = op(p, v);
+    }
+    return p;
+}
+
 // Host side: the scratch of one launch. For a line's units (`line`: line pieces) packed words (2
 // 64-bit words a unit) or a fenced status; for strips flags and two value arrays of `width` per
 // unit (none when width is 0); the work queue always.
@@ -293,12 +361,27 @@ struct LaunchScratch {
     WorkQueue queue;
     LineStatus<AccT> line;
     VectorStatus<AccT> vector;
+    ColumnStatus<AccT> column;   // with `columns`: packed words of `width` columns a unit
 };
 
 template <typename AccT>
-inline cs_status launch_scratch(LaunchScratch<AccT> *s, int64_t units, bool line, int width)
+inline cs_status launch_scratch(LaunchScratch<AccT> *s, int64_t units, bool line, int width, bool columns = false)
 {
     constexpr bool packed = Wire<AccT>::kFits;
+    if (columns) {
+        if constexpr (packed) {
+            unsigned *flags;
+            unsigned long long *words;
+            void *values;
+            unsigned epoch;
+            const size_t n = (size_t)units * (size_t)width * PackedStatus<AccT>::kWords;
+            cs_status st = cs_cuda_lookback_scratch(&flags, 0, &words, 2 * n, &values, 0, &epoch);
+            if (st) return st;
+            s->queue = WorkQueue{ flags, flags + 1, units };
+            s->column = ColumnStatus<AccT>{ PackedStatus<AccT>{ words, epoch }, PackedStatus<AccT>{ words + n, epoch }, width };
+            return CS_OK;
+        }
+    }
     if (line && !packed) width = 1;
     unsigned *flags;
     unsigned long long *words;

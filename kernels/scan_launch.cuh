@@ -481,14 +481,16 @@ cs_status launch_slabs(const cs_scan_plan *p, cudaStream_t stream, Report &rep, 
     cs_status st = grid_check(units);
     if (st) return st;
     LaunchScratch<typename S::AccT> sc{};
-    if ((st = launch_scratch(&sc, units, false, a.mode == kSlabLookback ? a.width : 0))) return st;
+    if ((st = launch_scratch(&sc, units, false, a.mode == kSlabLookback ? a.width : 0,
+                             a.mode == kSlabLookback && Wire<typename S::AccT>::kFits)))
+        return st;
     // cummax and cummin take no initial values (scan.c refuses them)
     with_bool(a.initial != nullptr && !S::INDEXED, [&](auto init) {
         constexpr bool I = decltype(init)::value && !S::INDEXED;
         switch (a.mode) {
-        case kSlabWhole: scan_slabs_kernel<S, kSlabWhole, I><<<grid, T::THREADS, 0, stream>>>(a, sc.vector, sc.queue); break;
-        case kSlabWalk: scan_slabs_kernel<S, kSlabWalk, I><<<grid, T::THREADS, 0, stream>>>(a, sc.vector, sc.queue); break;
-        default: scan_slabs_kernel<S, kSlabLookback, I><<<grid, T::THREADS, 0, stream>>>(a, sc.vector, sc.queue); break;
+        case kSlabWhole: scan_slabs_kernel<S, kSlabWhole, I><<<grid, T::THREADS, 0, stream>>>(a, sc.vector, sc.column, sc.queue); break;
+        case kSlabWalk: scan_slabs_kernel<S, kSlabWalk, I><<<grid, T::THREADS, 0, stream>>>(a, sc.vector, sc.column, sc.queue); break;
+        default: scan_slabs_kernel<S, kSlabLookback, I><<<grid, T::THREADS, 0, stream>>>(a, sc.vector, sc.column, sc.queue); break;
         }
         return CS_OK;
     });

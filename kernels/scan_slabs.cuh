@@ -9,7 +9,8 @@
 //   walk      a slab is longer than a tile: a block takes a strip (one slab, one column block) and
 //             walks its pieces in order, the carry of each column in shared memory;
 //   lookback  few long strips: one piece per block, the pieces of a strip joined by the look-back
-//             with a vector of `width` carries (lookback.cuh).
+//             with a vector of `width` carries (lookback.cuh; a packed word per column where the
+//             state fits one).
 // In a tile, each column is cut into S segments of SR rows. Thread t scans segment t / ncols of
 // column t % ncols, so the lanes of a warp read neighbouring columns, or the same column SR rows
 // apart with SR odd: either way different banks. A thread folds its segment (pass 1), a block-wide
@@ -437,10 +438,40 @@ struct SlabItems {
     bool owner;
 };
 
+// This thread's columns of a tile's table (the join's SlabItems), known before the tile is read.
+template <int THREADS>
+__device__ __forceinline__ SlabItems slab_items(int segs, int ncols)
+{
+    SlabItems it;
+    it.n = 0;
+    it.owner = false;
+    it.cols[0] = it.cols[1] = 0;
+    if (segs > 1) {
+        const int u = threadIdx.x;
+        if (u < ncols * segs) {
+            it.cols[0] = u / segs;
+            it.n = 1;
+            it.owner = u % segs == segs - 1;
+        }
+    } else {
+#pragma unroll
+        for (int j = 0; j < 2; j++) {
+            const int u = threadIdx.x + j * THREADS;
+            if (u < ncols) {
+                it.cols[j] = u;
+                it.n = j + 1;
+            }
+        }
+        it.owner = true;
+    }
+    return it;
+}
+
 // Scans one staged tile in place. join(tile, items, totals, carries) (block-wide) turns the column
 // totals of the tile (held by the owner of each column's last segment) into the prefixes the
-// columns start from (the identity when nothing comes before). INIT: a.initial is set.
-template <class S, bool INIT, typename Join>
+// columns start from (the identity when nothing comes before). INIT: a.initial is set. HOLD: a
+// segment stays in registers between the passes (else pass 2 reads the stage again).
+template <class S, bool INIT, bool HOLD = true, typename Join>
 __device__ __forceinline__ void scan_staged_tile_as(const SlabArgs &a, const SlabTile &t,
                                                     typename SlabScan<S>::Shared &sh, Join &&join)
 {
@@ -456,8 +487,8 @@ __device__ __forceinline__ void scan_staged_tile_as(const SlabArgs &a, const Sla
         for (int c = threadIdx.x; c < t.ncols; c += T::THREADS) {
             typename T::Segment g;
             T::segment_at(a, t, shift, 0, c, g);
-            T::template segment_fold<INIT>(a, t, sh, g);
-            T::template segment_write<INIT>(a, t, sh, g, op.identity());
+            T::template segment_fold<INIT, HOLD>(a, t, sh, g);
+            T::template segment_write<INIT, HOLD>(a, t, sh, g, op.identity());
         }
         return;
     }
@@ -471,7 +502,7 @@ __device__ __forceinline__ void scan_staged_tile_as(const SlabArgs &a, const Sla
         const int u = threadIdx.x, s = u / t.ncols, c = u - s * t.ncols;
         item[0] = s < segs ? c * segs + s : -1;
         T::segment_at(a, t, shift, s < segs ? s : 0, c, g);
-        if (item[0] >= 0) sh.table[item[0]] = T::template segment_fold<INIT>(a, t, sh, g);
+        if (item[0] >= 0) sh.table[item[0]] = T::template segment_fold<INIT, HOLD>(a, t, sh, g);
 #pragma unroll
         for (int j = 1; j < T::NI; j++) item[j] = -1;
     } else {
@@ -489,16 +520,11 @@ __device__ __forceinline__ void scan_staged_tile_as(const SlabArgs &a, const Sla
     __syncthreads();
 
     // the table, column-major: each segment's exclusive prefix within the tile, each column's total
-    SlabItems it;
-    it.n = 0;
-    it.owner = false;
+    const SlabItems it = slab_items<T::THREADS>(segs, t.ncols);
     AccT ex[2], total[2];
     const int nitems = t.ncols * segs;
 #pragma unroll
-    for (int j = 0; j < 2; j++) {
-        ex[j] = total[j] = op.identity();
-        it.cols[j] = 0;
-    }
+    for (int j = 0; j < 2; j++) ex[j] = total[j] = op.identity();
     if (segs > 1) {
         const int u = threadIdx.x;
         SegPair<AccT> agg = u < nitems ? sh.table[u] : SegPair<AccT>{ 0, op.identity() };
@@ -508,22 +534,10 @@ __device__ __forceinline__ void scan_staged_tile_as(const SlabArgs &a, const Sla
         const SegPair<AccT> e = T::block_seg_exclusive(op, in, sh);
         ex[0] = s == 0 ? op.identity() : e.v;
         total[0] = agg.f ? agg.v : op(ex[0], agg.v);
-        if (u < nitems) {
-            it.cols[0] = u / segs;
-            it.n = 1;
-            it.owner = s == segs - 1;
-        }
     } else {
 #pragma unroll
-        for (int j = 0; j < 2; j++) {
-            const int u = threadIdx.x + j * T::THREADS;
-            if (u < nitems) {
-                total[j] = sh.table[u].v;
-                it.cols[j] = u;
-                it.n = j + 1;
-            }
-        }
-        it.owner = true;
+        for (int j = 0; j < 2; j++)
+            if (j < it.n) total[j] = sh.table[threadIdx.x + j * T::THREADS].v;
     }
     AccT carry[2];
     join(t, it, total, carry);
@@ -535,7 +549,7 @@ __device__ __forceinline__ void scan_staged_tile_as(const SlabArgs &a, const Sla
 
     // pass 2
     if (segs > 1) {
-        if (item[0] >= 0) T::template segment_write<INIT>(a, t, sh, g, sh.table[item[0]].v);
+        if (item[0] >= 0) T::template segment_write<INIT, HOLD>(a, t, sh, g, sh.table[item[0]].v);
     } else {
 #pragma unroll
         for (int j = 0; j < T::NI; j++) {
@@ -552,7 +566,8 @@ __device__ __forceinline__ void scan_staged_tile_as(const SlabArgs &a, const Sla
 // path: scans without initial values keep the lean loops.
 template <class S, int MODE, bool INIT>
 __global__ void __launch_bounds__(S::P::kSlabThreads, SlabScan<S>::BLOCKS_PER_SM)
-scan_slabs_kernel(const SlabArgs a, const VectorStatus<typename S::AccT> st, const WorkQueue q)
+scan_slabs_kernel(const SlabArgs a, const VectorStatus<typename S::AccT> st, const ColumnStatus<typename S::AccT> cst,
+                  const WorkQueue q)
 {
     static_assert(!(INIT && S::INDEXED), "cummax and cummin take no initial values");
     if constexpr (policy_active<typename S::P>()) {
@@ -610,14 +625,41 @@ scan_slabs_kernel(const SlabArgs a, const VectorStatus<typename S::AccT> st, con
         const int64_t unit = q.take(sh.slot, parity);
         q.finish();
         const SlabTile t = T::tile_of(a, unit);
-        T::load_tile(a, t, sh);
-        __syncthreads();
-        scan_staged_tile_as<S, INIT>(a, t, sh, [&](const SlabTile &tt, const SlabItems &it, const AccT (&total)[2],
-                                          AccT (&carry)[2]) {
-            carry[0] = carry[1] = op.identity();   // a strip's first piece starts from nothing
-            strip_lookback<2>(op, st, unit, a.strips, tt.piece == 0, it.owner, it.cols, it.n, total, carry,
-                              &sh.distance);
-        });
+        if constexpr (Wire<AccT>::kFits) {
+            // packed column words: the predecessor's prefixes are read while the tile's loads fly,
+            // and a column that finds them waits for nothing
+            const SlabItems mine = slab_items<T::THREADS>(a.segs, t.ncols);
+            bool ready[2] = { false, false };
+            AccT early[2];
+            if (t.piece > 0)
+#pragma unroll
+                for (int j = 0; j < 2; j++)
+                    if (j < mine.n) ready[j] = cst.peek(unit - a.strips, mine.cols[j], early[j]);
+            T::load_tile(a, t, sh);
+            __syncthreads();
+            // (segments are read from the stage twice: registers stay free for the look-back)
+            scan_staged_tile_as<S, INIT, false>(a, t, sh, [&](const SlabTile &tt, const SlabItems &it, const AccT (&total)[2],
+                                                     AccT (&carry)[2]) {
+#pragma unroll
+                for (int j = 0; j < 2; j++) {
+                    carry[j] = op.identity();   // a strip's first piece starts from nothing
+                    if (j >= it.n) continue;
+                    if (tt.piece > 0)
+                        carry[j] = ready[j] ? early[j]
+                                            : column_lookback(op, cst, unit, a.strips, it.cols[j], it.owner, total[j]);
+                    if (it.owner) cst.inclusive.post(cst.at(unit, it.cols[j]), kInclusive, op(carry[j], total[j]));
+                }
+            });
+        } else {
+            T::load_tile(a, t, sh);
+            __syncthreads();
+            scan_staged_tile_as<S, INIT>(a, t, sh, [&](const SlabTile &tt, const SlabItems &it, const AccT (&total)[2],
+                                              AccT (&carry)[2]) {
+                carry[0] = carry[1] = op.identity();   // a strip's first piece starts from nothing
+                strip_lookback<2>(op, st, unit, a.strips, tt.piece == 0, it.owner, it.cols, it.n, total, carry,
+                                  &sh.distance);
+            });
+        }
         __syncthreads();
         T::store_tile(a, t, sh);
     }

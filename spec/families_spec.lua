@@ -133,6 +133,42 @@ describe("kernel families #cuda", function()
     end
   end)
 
+  it("slabs: whole and look-back tiles agree with the CPU, to the stream's last partial vector", function()
+    -- totals that are not a multiple of 16 elements (the last vectors of x and of the mask are
+    -- partial), tiles starting inside a vector, whole slabs and look-back pieces
+    local shapes = { { 3, 5001, 3 }, { 1, 40001, 5 }, { 7, 3, 3 }, { 1001, 9, 1 }, { 2, 3001, 7 } }
+    local pairs = { { "float32", "float32" }, { "float64", "float64" }, { "float16", "float16" }, { "bool", "int32" },
+                    { "float32", "float64" }, { "int32", "int64" } }
+    for si, shape in ipairs(shapes) do
+      for k, pair in ipairs(pairs) do
+        for _, mode in ipairs({ "slabs/whole", "slabs/lookback" }) do
+          local seed = H.seed_for(("landed %s %s %s %s"):format(table.concat(shape, "x"), pair[1], pair[2], mode))
+          local rng = H.rng(seed)
+          local masked, reverse, exclusive = (si + k) % 2 == 0, rng:bool(), rng:bool(0.3)
+          local case = ("%s %s %s -> %s%s%s%s"):format(mode, table.concat(shape, "x"), pair[1], pair[2],
+            masked and " masked" or "", reverse and " reverse" or "", exclusive and " exclusive" or "")
+          H.replay(seed, case, function()
+            cs.force_family(mode)
+            local x = input(shape, pair[1], "cumsum", seed, "cpu")
+            local m = masked and cs.rand(shape, { seed = seed + 1, device = "cpu" }):lt(0.6) or nil
+            local want = x:cumsum(2, { mask = m, reverse = reverse, exclusive = exclusive, dtype = pair[2] })
+            local xd, md = x:cuda(), m and m:cuda()
+            local out = cs.full(shape, H.poison(pair[2]), { dtype = pair[2], device = "cuda" })
+            local o = { mask = md, reverse = reverse, exclusive = exclusive, dtype = pair[2], out = out }
+            local plan = cs.explain(xd, 2, o)
+            assert.equal("cuda slabs/", plan:sub(1, 11), plan)   -- (a slab longer than a tile is not whole)
+            check(want, xd:cumsum(2, o), pair[2], "cumsum", shape[2])
+            if pair[1] == pair[2] then   -- in place
+              local inplace = xd:clone()
+              inplace:cumsum(2, { mask = md, reverse = reverse, exclusive = exclusive, out = inplace })
+              check(want, inplace, pair[2], "cumsum", shape[2])
+            end
+          end)
+        end
+      end
+    end
+  end)
+
   it("a forced family that cannot take a call leaves it to the planner, with the same results", function()
     local x = cs.rand({ 40, 30, 20 }, { seed = 7, device = "cpu" })
     local view = x:narrow(3, 2, 15)   -- rows of 15 at a stride of 20: not one dense layout
