@@ -53,14 +53,19 @@ function Session:screen()
 end
 
 -- Waits until the screen matches pattern (a Lua pattern), then returns the screen; fails with the
--- screen after timeout seconds.
+-- screen after timeout seconds of wall time (30 by default: a loaded 2-core machine can take
+-- seconds to start LuaJIT and load a library built with CUDA).
 function Session:wait_for(pattern, timeout)
-  for _ = 1, math.floor((timeout or 10) / 0.05) do
+  timeout = timeout or 30
+  local deadline = os.time() + timeout
+  repeat
     local s = self:screen()
     if s:find(pattern) then return s end
     os.execute("sleep 0.05")
-  end
-  error(("the terminal did not show %q within %ss; it shows:\n%s"):format(pattern, timeout or 10, self:screen()), 2)
+  until os.time() > deadline
+  local s = self:screen()
+  if s:find(pattern) then return s end
+  error(("the terminal did not show %q within %ss; it shows:\n%s"):format(pattern, timeout, s), 2)
 end
 
 function Session:close()
