@@ -14,7 +14,8 @@
 // The state a unit posts may be a number or a small struct (scan_ops.cuh). A line's units post
 // one state each: packed with the status in one 16-byte word when it fits in 12 bytes (Wire says
 // how), else kept apart from a status flag and ordered by release / acquire (FencedStatus), as
-// CUB's tile states for large types are. A strip's units post a vector of states (VectorStatus).
+// CUB's tile states for large types are. A strip's units post a vector of states: a packed word
+// per column when the state fits one (ColumnStatus), else one flag and two arrays (VectorStatus).
 #pragma once
 #include <cuda/atomic>
 #include <cub/warp/warp_reduce.cuh>

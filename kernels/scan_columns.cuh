@@ -16,13 +16,19 @@
 
 namespace cuscan {
 
-// Rows a thread holds: fewer when two 4-byte columns a lane accumulate in 8 bytes, and for the
-// flagged scans' larger states (registers).
+// Rows a thread holds: fewer when a lane's columns accumulate in a wider type (registers), as many
+// input bytes as two 4-byte columns' rows for narrower inputs (halves, bool: the bytes in flight),
+// and for the flagged scans' larger states.
 template <class S, int CV>
 constexpr int col_max_rows()
 {
     if constexpr (S::FLAGGED) return S::P::kColMaxRowsFlagged;
-    return CV > 1 && sizeof(typename S::AccT) > sizeof(typename S::InT) ? S::P::kColMaxRowsWideAcc : S::P::kColMaxRows;
+    constexpr int in_size = sizeof(typename S::InT);
+    if constexpr (CV > 1 && sizeof(typename S::AccT) > in_size) {
+        constexpr int rows = S::P::kColMaxRowsWideAcc * 4 / (in_size < 4 ? in_size : 4);
+        return rows < S::P::kColMaxRows ? rows : S::P::kColMaxRows;
+    }
+    return S::P::kColMaxRows;
 }
 
 struct ColumnsArgs {
@@ -76,6 +82,7 @@ struct ColumnUnitScan {
     // packed as [warp row * unit width + column] (warps_down * width is THREADS * CV).
     struct Shared {
         AccT total[FLAGGED ? 1 : WARPS][THREADS * CV];
+        AccT prefix[THREADS * CV];   // column words: the prefixes the top warps found, for the rest
         int distance;
     };
     __device__ __forceinline__ static AccT &total_at(Shared &sh, int w, int c, int width)
@@ -229,24 +236,33 @@ struct ColumnUnitScan {
                                                      : op.identity();
     }
 
-    // The unit above has usually finished long before: read its flag and prefix while this unit's
-    // loads are still in flight, so the look-back costs no extra round trip.
+    // The unit above has usually finished long before: read its prefix while this unit's loads are
+    // still in flight, so the look-back costs no extra round trip. With packed column words (states
+    // that fit one) each column reads its own word; otherwise a flag, then the prefixes.
+    static constexpr bool kColumnWords = Wire<AccT>::kFits;
     struct Above {
-        bool ready;
+        bool ready[CV];
         AccT prefix[CV];
     };
 
-    __device__ __forceinline__ static Above peek_above(const ColumnsArgs &a, const VectorStatus<AccT> &st, int64_t unit)
+    __device__ __forceinline__ static Above peek_above(const ColumnsArgs &a, const VectorStatus<AccT> &st,
+                                                       const ColumnStatus<AccT> &cst, int64_t unit)
     {
         Above ab;
-        ab.ready = false;
+#pragma unroll
+        for (int j = 0; j < CV; j++) ab.ready[j] = false;
         const int64_t above = a.col_blocks * a.nouter;
         if (a.use_lookback && unit >= above) {
             const int c = ((threadIdx.x >> 5) % a.warps_across * 32 + (threadIdx.x & 31)) * CV;
-            if (st.get_flag(unit - above) == kInclusive) {
-                ab.ready = true;
+            if constexpr (kColumnWords) {
 #pragma unroll
-                for (int j = 0; j < CV; j++) ab.prefix[j] = load_cg(st.slot(st.inclusive, unit - above, c + j));
+                for (int j = 0; j < CV; j++) ab.ready[j] = cst.peek(unit - above, c + j, ab.prefix[j]);
+            } else if (st.get_flag(unit - above) == kInclusive) {
+#pragma unroll
+                for (int j = 0; j < CV; j++) {
+                    ab.ready[j] = true;
+                    ab.prefix[j] = load_cg(st.slot(st.inclusive, unit - above, c + j));
+                }
             }
         }
         return ab;
@@ -256,8 +272,8 @@ struct ColumnUnitScan {
     // here) instead of looking back.
     template <bool WALK>
     __device__ __forceinline__ static void scan_and_store(const ColumnsArgs &a, const VectorStatus<AccT> &st,
-                                                          int64_t unit, const Regs &r, Shared &sh, const Above &ab,
-                                                          AccT (&carry)[CV])
+                                                          const ColumnStatus<AccT> &cst, int64_t unit, const Regs &r,
+                                                          Shared &sh, const Above &ab, AccT (&carry)[CV])
     {
         const Op op(a.op);
         const Place pl = place(a, unit);
@@ -274,7 +290,10 @@ struct ColumnUnitScan {
                 for (int j = 0; j < CV; j++) total[j] = op(total[j], elem(op, pl, r, i, j));
 #pragma unroll
         for (int j = 0; j < CV; j++) total_at(sh, pl.wr, pl.c + j, width) = total[j];
-        const bool above_ready = __syncthreads_and(ab.ready);
+        bool above_ready = true;
+#pragma unroll
+        for (int j = 0; j < CV; j++) above_ready &= ab.ready[j];
+        above_ready = __syncthreads_and(above_ready);
 
         AccT warp_prefix[CV], unit_total[CV], prefix[CV];
 #pragma unroll
@@ -297,7 +316,29 @@ struct ColumnUnitScan {
             if (a.initial && pl.chunk == 0) start_states(a, op, pl, prefix);
         }
         if (!WALK && a.use_lookback) {
-            if (above_ready && pl.chunk > 0) {
+            const int64_t step = a.col_blocks * a.nouter;   // from a unit to the one below it
+            if constexpr (kColumnWords) {
+                // each column on its own, no flag or fence (lookback.cuh); when a column's prefix was
+                // not posted early, the top warp row alone looks back and hands it to the rows below
+                const bool owner = pl.wr == 0;
+                if (pl.chunk > 0 && above_ready) {
+#pragma unroll
+                    for (int j = 0; j < CV; j++) prefix[j] = ab.prefix[j];
+                } else if (pl.chunk > 0) {
+                    if (owner)
+#pragma unroll
+                        for (int j = 0; j < CV; j++)
+                            sh.prefix[pl.c + j] = ab.ready[j] ? ab.prefix[j]
+                                                              : column_lookback(op, cst, unit, step, pl.c + j, true,
+                                                                                unit_total[j]);
+                    __syncthreads();
+#pragma unroll
+                    for (int j = 0; j < CV; j++) prefix[j] = sh.prefix[pl.c + j];
+                }
+                if (owner)
+#pragma unroll
+                    for (int j = 0; j < CV; j++) cst.inclusive.post(cst.at(unit, pl.c + j), kInclusive, op(prefix[j], unit_total[j]));
+            } else if (above_ready && pl.chunk > 0) {
                 // the unit above had its prefix posted: post this unit's at once
 #pragma unroll
                 for (int j = 0; j < CV; j++) prefix[j] = ab.prefix[j];
@@ -311,8 +352,8 @@ struct ColumnUnitScan {
                 int cols[CV];
 #pragma unroll
                 for (int j = 0; j < CV; j++) cols[j] = pl.c + j;
-                strip_lookback<CV>(op, st, unit, a.col_blocks * a.nouter, pl.chunk == 0, pl.wr == 0, cols, CV,
-                                   unit_total, prefix, &sh.distance);
+                strip_lookback<CV>(op, st, unit, step, pl.chunk == 0, pl.wr == 0, cols, CV, unit_total, prefix,
+                                   &sh.distance);
             }
         }
 
@@ -385,7 +426,8 @@ struct ColumnUnitScan {
 // look-back's order, so both give the same bits.
 template <class S, int CV>
 __global__ void __launch_bounds__(S::P::kColWarps * kWarp, 2)
-scan_columns_kernel(const ColumnsArgs a, const VectorStatus<typename S::AccT> st, const WorkQueue q)
+scan_columns_kernel(const ColumnsArgs a, const VectorStatus<typename S::AccT> st,
+                    const ColumnStatus<typename S::AccT> cst, const WorkQueue q)
 {
     if constexpr (policy_active<typename S::P>()) {
         using T = ColumnUnitScan<S, CV>;
@@ -405,7 +447,7 @@ scan_columns_kernel(const ColumnsArgs a, const VectorStatus<typename S::AccT> st
                 T::start_states(a, op, T::place(a, s), carry);
                 for (int64_t u = s; u < s + a.chunks * step; u += step) {
                     T::load(a, u, r);
-                    T::template scan_and_store<true>(a, st, u, r, sh, none, carry);
+                    T::template scan_and_store<true>(a, st, cst, u, r, sh, none, carry);
                     __syncthreads();   // sh.total is rewritten by the next unit
                 }
             }
@@ -414,8 +456,8 @@ scan_columns_kernel(const ColumnsArgs a, const VectorStatus<typename S::AccT> st
         }
         for (int64_t u = q.take(slot, parity); u < q.units; u = q.take(slot, parity)) {
             T::load(a, u, r);
-            const typename T::Above ab = T::peek_above(a, st, u);
-            T::template scan_and_store<false>(a, st, u, r, sh, ab, carry);
+            const typename T::Above ab = T::peek_above(a, st, cst, u);
+            T::template scan_and_store<false>(a, st, cst, u, r, sh, ab, carry);
         }
         q.finish();
     }

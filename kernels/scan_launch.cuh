@@ -367,9 +367,10 @@ cs_status launch_columns(const cs_scan_plan *p, cudaStream_t stream, Report &rep
                  width, (long long)units, grid);
         if (rep.emit()) return CS_OK;
         LaunchScratch<typename S::AccT> sc{};
-        cs_status st2 = launch_scratch(&sc, walk ? strips : units, false, aa.use_lookback ? width : 0);
+        cs_status st2 = launch_scratch(&sc, walk ? strips : units, false, aa.use_lookback ? width : 0,
+                                       aa.use_lookback && Wire<typename S::AccT>::kFits);
         if (st2) return st2;
-        kernel<<<grid, P::kColWarps * kWarp, 0, stream>>>(aa, sc.vector, sc.queue);
+        kernel<<<grid, P::kColWarps * kWarp, 0, stream>>>(aa, sc.vector, sc.column, sc.queue);
         return cs_cuda_check(cudaGetLastError(), "scan kernel launch");
     });
 }

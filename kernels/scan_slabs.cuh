@@ -133,9 +133,14 @@ struct SlabScan {
         return whole_rows(a, t) && a.vec_in ? (int)((t.row0 * a.inner) % VIN) : 0;
     }
 
+    // (an input of the output's own type is staged as it is: through a float64 fold type and back
+    // is the identity, at the cost of two of the slowest conversions an element; bool still goes
+    // through, as nonzero bytes read as 1)
     __device__ __forceinline__ static OutT staged(InT v, bool keep)
     {
-        return keep ? OutT(to_acc<AccT>(v)) : OutT(to_acc<AccT>(S::in_zero()));
+        if constexpr (std::is_same_v<InT, OutT> && !std::is_same_v<InT, unsigned char>)
+            return keep ? v : OutT(to_acc<AccT>(S::in_zero()));
+        else return keep ? OutT(to_acc<AccT>(v)) : OutT(to_acc<AccT>(S::in_zero()));
     }
 
     // Flagged scans: element e of the stage from stream position g (x's value as it is, its flags).

@@ -136,6 +136,47 @@ H.each_device("float16 and bfloat16 scans", function(dev, it)
     end
   end)
 
+  it("ties and near-ties round once, from the exact float64 prefix, in rows and columns", function()
+    -- each line's prefixes are exact in float64, so every device must give these very values; a
+    -- prefix just above a tie by less than float32 resolves (2^-40) is where rounding twice
+    -- (float64 -> float32 -> the half) would go wrong
+    local cases = {
+      bfloat16 = {
+        { { 1, 2 ^ -8, 2 ^ -40 }, { 1, 1, 1 + 2 ^ -7 } },             -- tie to even, then just above it
+        { { 1, 2 ^ -8, -2 ^ -40 }, { 1, 1, 1 } },                     -- just below the tie
+        { { 1 + 2 ^ -7, 2 ^ -8, 2 ^ -40 }, { 1 + 2 ^ -7, 1 + 2 ^ -6, 1 + 2 ^ -6 } },   -- tie to even upward
+        { { -1, -2 ^ -8, -2 ^ -40 }, { -1, -1, -1 - 2 ^ -7 } },
+        { { 2 ^ 100, 2 ^ 92, 2 ^ 60 }, { 2 ^ 100, 2 ^ 100, 2 ^ 100 + 2 ^ 93 } },
+        -- at the top of the range: a tie below the largest value stays, one above it is +inf
+        { { 2 ^ 127 * (2 - 2 ^ -6), 2 ^ 119, 2 ^ 76 }, { 2 ^ 127 * (2 - 2 ^ -6), 2 ^ 127 * (2 - 2 ^ -6), 2 ^ 127 * (2 - 2 ^ -7) } },
+        { { 2 ^ 127 * (2 - 2 ^ -7), 2 ^ 119, -2 ^ 76 }, { 2 ^ 127 * (2 - 2 ^ -7), inf, 2 ^ 127 * (2 - 2 ^ -7) } },
+      },
+      float16 = {
+        { { 1, 2 ^ -11, 2 ^ -24 }, { 1, 1, 1 + 2 ^ -10 } },
+        { { 1, 2 ^ -11, -2 ^ -24 }, { 1, 1, 1 } },
+        { { 1 + 2 ^ -10, 2 ^ -11, 2 ^ -24 }, { 1 + 2 ^ -10, 1 + 2 ^ -9, 1 + 2 ^ -9 } },
+        { { -1, -2 ^ -11, -2 ^ -24 }, { -1, -1, -1 - 2 ^ -10 } },
+      },
+    }
+    for _, dtype in ipairs(HALVES) do
+      local lines, want = {}, {}
+      for i, c in ipairs(cases[dtype]) do lines[i], want[i] = c[1], c[2] end
+      local rows = cs.tensor(lines, { dtype = dtype, device = dev })
+      assert.same(lines, rows:totable())   -- the inputs are stored exactly
+      assert.same(want, rows:cumsum(2):totable(), dtype .. " rows")
+      local cols = rows:transpose(1, 2):contiguous()
+      assert.same(want, cols:cumsum(1):transpose(1, 2):totable(), dtype .. " columns")
+      -- the same lines side by side in a slab: {line, 3, 4 copies}
+      local slab = rows:unsqueeze(3):expand({ #lines, 3, 4 }):contiguous()
+      local ys = slab:cumsum(2):totable()
+      for i = 1, #lines do
+        for c = 1, 4 do
+          assert.same(want[i], { ys[i][1][c], ys[i][2][c], ys[i][3][c] }, dtype .. " slab")
+        end
+      end
+    end
+  end)
+
   it("out = and the dtype option: into itself, in place, float32 or float64; other pairs are errors", function()
     for _, dtype in ipairs(HALVES) do
       local o = { dtype = dtype, device = dev }
