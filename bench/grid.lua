@@ -10,6 +10,11 @@
 --   luajit bench/grid.lua [--csv PATH] [--reps N] [--log2 N] [--dtypes float32,float64]
 --                         [--masked no,yes] [--no-torch] [--compile] [--only L=8]
 --                         [--op cumsum|cummax|logcumsumexp|segmented]
+--                         [--random N [--seed S]] [--families]
+-- --random draws N cells instead of the fixed grid: L and inner log-uniform (most of them not powers
+-- of two) with L * inner <= 2^log2, dtype and mask from the lists, and prints them worst first.
+-- --families also times each cell through every kernel family that can take it (cs.force_family), so
+-- a slow cell shows whether another family would have done better.
 -- --op scans with another operator: cummax counts its int64 indices written (8 bytes an element),
 -- segmented (cumsum restarting where a reset tensor is true, one element in 1000) its reset bytes.
 local cs = require("cuscan")
@@ -20,7 +25,7 @@ do
   while i <= #arg do
     local a = arg[i]
     local key = a:match("^%-%-([%w-]+)$")
-    if key == "no-torch" or key == "compile" then
+    if key == "no-torch" or key == "compile" or key == "families" then
       opts[key] = true
     elseif key and arg[i + 1] then
       opts[key] = arg[i + 1]
@@ -31,6 +36,7 @@ do
     i = i + 1
   end
   opts.reps, opts.log2 = tonumber(opts.reps), tonumber(opts.log2)
+  opts.random, opts.seed = tonumber(opts.random), tonumber(opts.seed or 1)
 end
 -- per operator: the Lua method, the extra bytes an element besides x and out, PyTorch's row kind
 local OPS = {
@@ -82,16 +88,32 @@ end
 
 -- the cells
 local cells = {}
-for _, dtype in ipairs(list(opts.dtypes)) do
+local function add_cell(dtype, masked, L, inner)
+  local c = { dtype = dtype, masked = masked, L = L, inner = inner, outer = math.floor(N / (L * inner)) }
+  c.name = ("%s%s L=%s inner=%s"):format(SHORT[dtype], c.masked and " masked" or "", label(L), label(inner))
+  if opts.random then c.name = c.name .. " outer=" .. c.outer end
+  if not opts.only or c.name:find(opts.only, 1, true) then cells[#cells + 1] = c end
+end
+if opts.random then
+  math.randomseed(opts.seed)
+  local dtypes, maskeds = list(opts.dtypes), list(opts.masked)
+  -- log-uniform in [1, 2^k]: a power of two for one draw in eight, else any integer
+  local function draw(k)
+    local v = math.floor(2 ^ (math.random() * k) + 0.5)
+    if math.random(8) == 1 then v = 2 ^ math.floor(math.log(v) / math.log(2) + 0.5) end
+    return math.max(1, v)
+  end
+  for _ = 1, opts.random do
+    local L = draw(opts.log2)
+    local inner = math.min(draw(math.max(0, opts.log2 - math.log(L) / math.log(2))), math.floor(N / L))
+    add_cell(dtypes[math.random(#dtypes)], maskeds[math.random(#maskeds)] == "yes", L, inner)
+  end
+end
+for _, dtype in ipairs(opts.random and {} or list(opts.dtypes)) do
   for _, m in ipairs(list(opts.masked)) do
     for _, L in ipairs(LS) do
       for _, inner in ipairs(INNERS) do
-        if L * inner <= N then
-          local c = { dtype = dtype, masked = m == "yes", L = L, inner = inner, outer = math.floor(N / (L * inner)) }
-          c.name = ("%s%s L=%s inner=%s"):format(SHORT[dtype], c.masked and " masked" or "",
-                                                label(L), label(inner))
-          if not opts.only or c.name:find(opts.only, 1, true) then cells[#cells + 1] = c end
-        end
+        if L * inner <= N then add_cell(dtype, m == "yes", L, inner) end
       end
     end
   end
@@ -130,6 +152,21 @@ for i, c in ipairs(cells) do
   c.gbs = (2 * n * BYTES[c.dtype] + (c.masked and n or 0) + OP.extra * n) / c.ms / 1e6
   c.frac = c.gbs / c.copy_gbs
   c.plan = cs.explain(x, 2, { op = OP.fn, mask = m, reset = r }):match("^cuda (%S+):") or "?"
+  if opts.families then
+    local forced = {}
+    for _, fam in ipairs({ "rows", "columns", "columns/walk", "slabs", "slabs/lookback" }) do
+      cs.force_family(fam)
+      local plan = cs.explain(x, 2, { op = OP.fn, mask = m, reset = r }):match("^cuda (%S+):") or "?"
+      local fam_only = fam:match("^[^/]+")
+      if plan:match("^" .. fam_only) and plan ~= c.plan and not forced[plan] then
+        local fms = math.min(time_ms(scan), time_ms(scan))
+        forced[plan] = c.ms * c.frac / fms
+        forced[#forced + 1] = ("%s %.0f%%"):format(plan, 100 * forced[plan])
+      end
+    end
+    cs.force_family(nil)
+    c.forced = table.concat(forced, ", ")
+  end
   x, y, m, r, o = nil, nil, nil, nil, nil
   collectgarbage()
   if csv and opts["no-torch"] then csv_row(c) end
@@ -183,10 +220,25 @@ local function grid_table(title, value)
   end
 end
 
-print(("cuscan %s shape grid on %s, %s: {outer, L, inner} of %s elements, %s along L"):format(cs.version,
-      info.name, date, label(N), opts.op))
-grid_table("cuscan", function(c) return c.frac end)
-if next(peers) then
+print(("cuscan %s %s on %s, %s: {outer, L, inner} of up to %s elements, %s along L"):format(cs.version,
+      opts.random and "random shape cells" or "shape grid", info.name, date, label(N), opts.op))
+if opts.random then
+  local sorted = {}
+  for i, c in ipairs(cells) do sorted[i] = c end
+  table.sort(sorted, function(a, b) return a.frac < b.frac end)
+  print(("\n%d random cells (seed %d), worst first: %% of copy, plan%s"):format(#cells, opts.seed,
+        opts.families and ", other families" or ""))
+  for _, c in ipairs(sorted) do
+    local p = peers[c.name]
+    local best = p and math.min(p.eager or math.huge, p.compiled or math.huge)
+    print(("  %-44s %5.1f%%  %-16s%s%s"):format(c.name, 100 * c.frac, c.plan,
+          best and best < math.huge and ("  PyTorch %.0f%%"):format(100 * c.ms * c.frac / best) or "",
+          c.forced and c.forced ~= "" and ("  [" .. c.forced .. "]") or ""))
+  end
+else
+  grid_table("cuscan", function(c) return c.frac end)
+end
+if next(peers) and not opts.random then
   grid_table("PyTorch eager", function(c)
     local p = peers[c.name]
     return p and p.eager and c.ms * c.frac / p.eager
