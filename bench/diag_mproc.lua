@@ -9,21 +9,14 @@
 --   bin/cuscan --nproc 2 bench/diag_mproc.lua      (one process per GPU)
 --   luajit bench/diag_mproc.lua --single           (both GPUs from one process)
 local cs = require("cuscan")
-local ffi = require("ffi")
 local core = require("cuscan.core")
+local timer = dofile((debug.getinfo(1, "S").source:sub(2):match("(.*/)") or "./") .. "host_timer.lua")
 
 -- the totals pass of a sharded scan: a float64 sum along dim 1 (as cuscan.shard_scan does it)
 local function totals_of(t, out)
   core.call("diag", core.C.cs_reduce, core.check_tensor(out, "diag", "out"), core.check_tensor(t, "diag", "x"), 0,
             core.C.CS_REDUCE_SUM)
   return out
-end
-
-pcall(ffi.cdef, "struct cs_diag_ts { long tv_sec; long tv_nsec; }; int clock_gettime(int, struct cs_diag_ts *);")
-local ts = ffi.new("struct cs_diag_ts")
-local function now_ms()
-  ffi.C.clock_gettime(1, ts)
-  return tonumber(ts.tv_sec) * 1e3 + tonumber(ts.tv_nsec) / 1e6
 end
 
 local reps, single = 9, false
@@ -33,26 +26,7 @@ for i = 1, #arg do
 end
 local ROWS, COLS = 2 ^ 16, 2 ^ 15
 
-local function median(t)
-  table.sort(t)
-  return t[math.floor((#t + 1) / 2)]
-end
-
-local function time_ms(fn, devices, before)
-  local function sync() for _, d in ipairs(devices) do cs.synchronize(d) end end
-  for _ = 1, 3 do fn() end
-  sync()
-  local t = {}
-  for i = 1, reps do
-    if before then before() end
-    sync()
-    local t0 = now_ms()
-    fn()
-    sync()
-    t[i] = now_ms() - t0
-  end
-  return median(t)
-end
+local function time_ms(fn, devices, before) return timer.time_ms(fn, devices, reps, before) end
 
 if single then
   local devices = { "cuda:0", "cuda:1" }

@@ -11,14 +11,8 @@
 --   luajit bench/multi_gpu.lua [--reps N] [--no-huge]
 --   (bin/cuscan --nproc N bench/multi_gpu.lua --worker ...: one rank of the multi-process row)
 local cs = require("cuscan")
-local ffi = require("ffi")
-
-pcall(ffi.cdef, "struct cs_bench_ts { long tv_sec; long tv_nsec; }; int clock_gettime(int, struct cs_bench_ts *);")
-local ts = ffi.new("struct cs_bench_ts")
-local function now_ms()
-  ffi.C.clock_gettime(1, ts)  -- CLOCK_MONOTONIC
-  return tonumber(ts.tv_sec) * 1e3 + tonumber(ts.tv_nsec) / 1e6
-end
+local timer = dofile((debug.getinfo(1, "S").source:sub(2):match("(.*/)") or "./") .. "host_timer.lua")
+local now_ms = timer.now_ms
 
 local opts = { reps = 10 }
 for i = 1, #arg do
@@ -30,27 +24,7 @@ end
 local count = cs.device_count and cs.device_count() or (cs.cuda_available() and 1 or 0)
 local ROWS, COLS = 2 ^ 16, 2 ^ 15   -- 2^31 elements
 
-local function median(t)
-  table.sort(t)
-  local n = #t
-  return n % 2 == 1 and t[(n + 1) / 2] or (t[n / 2] + t[n / 2 + 1]) / 2
-end
-
-local function time_ms(fn, devices)
-  local function sync()
-    for _, d in ipairs(devices) do cs.synchronize(d) end
-  end
-  for _ = 1, 3 do fn() end
-  sync()
-  local t = {}
-  for i = 1, opts.reps do
-    local t0 = now_ms()
-    fn()
-    sync()
-    t[i] = now_ms() - t0
-  end
-  return median(t)
-end
+local function time_ms(fn, devices) return timer.time_ms(fn, devices, opts.reps) end
 
 -- One rank of the multi-process row: its shard of the 2^31 tensor, scanned along the sharded dim;
 -- rank 0 prints the median.
