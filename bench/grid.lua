@@ -263,8 +263,12 @@ for _, c in ipairs(cells) do
 end
 print(("\n%d of %d cells at >= 90%% of copy, %d below 85%%; the lowest: %s %.1f%% (%s)"):format(met90, #cells, below85,
       worst.name, 100 * worst.frac, worst.plan))
-print(("%d cells where PyTorch was faster%s"):format(#slower, #slower > 0 and ":" or ""))
-for _, s in ipairs(slower) do print("  " .. s) end
+if opts["no-torch"] then
+  print("PyTorch not run (--no-torch)")
+else
+  print(("%d cells where PyTorch was faster%s"):format(#slower, #slower > 0 and ":" or ""))
+  for _, s in ipairs(slower) do print("  " .. s) end
+end
 
 if csv then
   if not opts["no-torch"] then

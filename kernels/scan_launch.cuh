@@ -152,9 +152,14 @@ inline Family choose_family(const cs_scan_plan *p, size_t in_size, size_t out_si
         const bool packed_vectors = p->len % vec == 0 && aligned(p->x, 16) && aligned(p->out, 16) &&
                                     (!p->mask || aligned(p->mask, vec)) && (!p->reset || aligned(p->reset, vec)) &&
                                     (!p->indices || aligned(p->indices, 16));
+        // one long line that vectors cannot cover (its length): the row family's line pieces, element
+        // by element, join up faster than the pieces of a strip one column wide
+        if (!flagged && !packed_vectors && p->flat_outer == 1 && !p->mask && p->len >= P::kRowsMinUnalignedLine)
+            return kRowsFamily;
         return packed_vectors && p->len >= P::kRowsMinLen ? kRowsFamily : kSlabsFamily;
     }
-    if ((int64_t)in_size * p->flat_inner >= P::kColumnsMinInnerBytes && p->len >= P::kColumnsMinLen)
+    if ((int64_t)in_size * p->flat_inner >= P::kColumnsMinInnerBytes &&
+        p->len >= (flagged ? P::kColumnsMinLenFlagged : P::kColumnsMinLen))
         return kColumnsFamily;
     return kSlabsFamily;
 }

@@ -77,15 +77,26 @@ struct SlabScan {
     // flagged scans' larger states need shared memory)
     static constexpr int TILE_BYTES = FLAGGED ? P::kSlabStageBytesFlagged
                                     : P::kSlabStageBytes / (S::MASKED && sizeof(OutT) > 4 ? P::kSlabMaskedDivisor : 1);
-    static constexpr bool TILE4 = !FLAGGED && !S::MASKED && sizeof(OutT) == 4;   // the larger tiles (tuning.cuh)
-    static constexpr int TILE_MAX = TILE4 ? P::kSlabTileElements4 : P::kSlabTileElements;
+    // tile classes (tuning.cuh): unmasked 4-byte outputs, masked 4-byte outputs and unmasked 2-byte
+    // outputs take tiles of their own, so that a tile's fixed costs (three block barriers, the table
+    // scan) are shared by more bytes
+    static constexpr bool TILE4 = !FLAGGED && !S::MASKED && sizeof(OutT) == 4;
+    static constexpr bool TILEM4 = !FLAGGED && S::MASKED && sizeof(OutT) == 4;
+    static constexpr bool TILE2 = !FLAGGED && !S::MASKED && sizeof(OutT) == 2;
+    static constexpr int TILE_MAX = TILE4 ? P::kSlabTileElements4 : TILEM4 ? P::kSlabTileElementsMasked4
+                                  : TILE2 ? P::kSlabTileElements2 : P::kSlabTileElements;
     static constexpr int TILE = TILE_BYTES / (int)sizeof(OutT) < TILE_MAX ? TILE_BYTES / (int)sizeof(OutT) : TILE_MAX;
     static constexpr int BLOCKS_PER_SM = FLAGGED ? P::kSlabBlocksPerSmFlagged
                                        : sizeof(OutT) > 4 ? P::kSlabBlocksPerSmWide
-                                       : TILE4 ? P::kSlabBlocksPerSm4 : P::kSlabBlocksPerSm;
+                                       : TILE4 ? P::kSlabBlocksPerSm4 : TILEM4 ? P::kSlabBlocksPerSmMasked4
+                                       : TILE2 ? P::kSlabBlocksPerSm2 : P::kSlabBlocksPerSm;
     static constexpr int VIN = 16 / (int)sizeof(InT), VOUT = 16 / (int)sizeof(OutT);
     static constexpr int SR_MAX = FLAGGED ? P::kSlabSegRowsMaxFlagged
-                                : TILE4 ? P::kSlabSegRowsMax4 : P::kSlabSegRowsMax;   // rows a thread holds
+                                : TILE4 ? P::kSlabSegRowsMax4 : TILEM4 ? P::kSlabSegRowsMaxMasked4
+                                : TILE2 ? P::kSlabSegRowsMax2 : P::kSlabSegRowsMax;   // rows a thread holds
+    // whole and walking tiles keep a segment in registers between the passes unless its class
+    // reads it from the stage twice (the registers of larger tiles)
+    static constexpr bool HOLD = TILEM4 ? P::kSlabHoldMasked4 : TILE2 ? P::kSlabHold2 : true;
     static constexpr int ITEMS = (P::kSlabMaxWidth > THREADS ? P::kSlabMaxWidth : THREADS);  // table size
     static constexpr int NI = ITEMS / THREADS;                  // table items a thread owns
 
@@ -587,7 +598,7 @@ scan_slabs_kernel(const SlabArgs a, const VectorStatus<typename S::AccT> st, con
             const SlabTile t = T::tile_of(a, blockIdx.x);
             T::load_tile(a, t, sh);
             __syncthreads();
-            scan_staged_tile_as<S, INIT>(a, t, sh, [&](const SlabTile &, const SlabItems &, const AccT (&)[2], AccT (&carry)[2]) {
+            scan_staged_tile_as<S, INIT, T::HOLD>(a, t, sh, [&](const SlabTile &, const SlabItems &, const AccT (&)[2], AccT (&carry)[2]) {
                 carry[0] = carry[1] = op.identity();
             });
             __syncthreads();
@@ -602,7 +613,7 @@ scan_slabs_kernel(const SlabArgs a, const VectorStatus<typename S::AccT> st, con
                     const SlabTile t = T::tile_of(a, strip, piece);
                     T::load_tile(a, t, sh);
                     __syncthreads();
-                    scan_staged_tile_as<S, INIT>(a, t, sh, [&](const SlabTile &tt, const SlabItems &it, const AccT (&total)[2],
+                    scan_staged_tile_as<S, INIT, T::HOLD>(a, t, sh, [&](const SlabTile &tt, const SlabItems &it, const AccT (&total)[2],
                                                       AccT (&carry)[2]) {
                         // a strip's first piece starts from nothing
 #pragma unroll

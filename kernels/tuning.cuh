@@ -62,14 +62,26 @@ struct TuningSm80 {
     static constexpr int kSlabTileElements4 = 8192;
     static constexpr int kSlabSegRowsMax4 = 33;
     static constexpr int kSlabBlocksPerSm4 = 3;
+    // masked cumsum / cumprod into 4-byte outputs, and unmasked ones into 2-byte outputs: tiles of
+    // their own; a segment read twice from the stage (no hold) leaves registers for larger tiles
+    static constexpr int kSlabTileElementsMasked4 = 4096;
+    static constexpr int kSlabSegRowsMaxMasked4 = 17;
+    static constexpr int kSlabBlocksPerSmMasked4 = 4;
+    static constexpr bool kSlabHoldMasked4 = true;
+    static constexpr int kSlabTileElements2 = 8192;
+    static constexpr int kSlabSegRowsMax2 = 33;
+    static constexpr int kSlabBlocksPerSm2 = 4;
+    static constexpr bool kSlabHold2 = false;
     static constexpr int kSlabMaxWidth = 512;          // columns of a tile whose slab pieces join up
     static constexpr int kSlabWalkMaxStripsPerSm = 0;  // pieces walk their strip below this, else look back
 
     // which family a flat scan takes (scan_launch.cuh): wide inner dims with long lines go to the
     // column family, packed rows of a vector-friendly length to the row family, the rest to slabs
     static constexpr int kColumnsMinInnerBytes = 1024;
-    static constexpr int kColumnsMinLen = 8;
+    static constexpr int kColumnsMinLen = 9;           // (8 rows of kSlabMaxWidth fit a cumsum's slab tile whole)
+    static constexpr int kColumnsMinLenFlagged = 8;    // (flagged slab tiles are smaller)
     static constexpr int kRowsMinLen = 1;              // shorter packed rows go to slabs
+    static constexpr int64_t kRowsMinUnalignedLine = 65536;   // a single unmasked line this long goes to rows
 };
 
 // Hopper (H100, H200): the values measured there.

@@ -190,6 +190,33 @@ describe("kernel families #cuda", function()
     assert.equal("slabs", family({ 3, 333333, 7 }, 2))
     assert.equal("rows", family({ 4096, 4096 }, 2))
     assert.equal("columns", family({ 4096, 4096 }, 1))
+    -- 8 rows of a wide inner fit a slab tile whole; 9 go to the column family
+    assert.equal("slabs", family({ 64, 8, 512 }, 2))
+    assert.equal("columns", family({ 64, 9, 512 }, 2))
+    -- one long line of a length vectors cannot cover: line pieces element by element, unless masked
+    -- or short
+    assert.equal("rows", family({ 1, 65537 }, 2))
+    assert.equal("slabs", family({ 1, 65535 }, 2))
+    assert.equal("slabs", family({ 3, 65537 }, 2))
+    local line = cs.zeros({ 1, 65537 }, { device = "cuda" })
+    assert.matches("^cuda slabs/", cs.explain(line, 2, { mask = line:gt(0) }))
+  end)
+
+  it("one long line of odd length through the row family's pieces agrees with the CPU", function()
+    local seed = H.seed_for("families odd long line")
+    for _, n in ipairs({ 65537, 300001 }) do
+      for _, dtype in ipairs({ "float32", "float64", "float16", "int32" }) do
+        local x = input({ 1, n }, dtype, "cumsum", seed + n, "cpu")
+        local xd = x:cuda()
+        assert.matches("^cuda rows/", cs.explain(xd, 2))
+        for _, reverse in ipairs({ false, true }) do
+          local want = cs.cumsum(x, 2, { reverse = reverse })
+          local out = cs.full({ 1, n }, H.poison(want.dtype), { dtype = want.dtype, device = "cuda" })
+          local got = cs.cumsum(xd, 2, { reverse = reverse, out = out })
+          check(want, got, want.dtype, "cumsum", n)
+        end
+      end
+    end
   end)
 
 end)
