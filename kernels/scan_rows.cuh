@@ -802,8 +802,15 @@ __device__ __forceinline__ void scan_whole_lines(const RowsArgs &a)
     }
 }
 
+// Blocks an SM the whole-lines kernel is built for: byte inputs (bool) into 8-byte outputs bring few
+// bytes a tile (the vector width is the output's), so they need more blocks in flight to keep the
+// loads coming (into 4-byte outputs the bound costs more registers than it gains).
+template <class S>
+constexpr int kLinesBlocksPerSm = sizeof(typename S::InT) == 1 && sizeof(typename S::OutT) == 8 && !S::FLAGGED
+                                      ? S::P::kLineBlocksPerSmByteInput : 1;
+
 template <class S, int VEC>
-__global__ void __launch_bounds__(S::P::kRowWarps * kWarp)
+__global__ void __launch_bounds__(S::P::kRowWarps * kWarp, kLinesBlocksPerSm<S>)
 scan_lines_kernel(const RowsArgs a)
 {
     if constexpr (policy_active<typename S::P>()) scan_whole_lines<S, VEC>(a);

@@ -86,6 +86,18 @@ describe("CUDA against the CPU #cuda", function()
         agree(x, 2, "sum", {}, len)
         agree(values({ 600, len }, dtype, "prod", len + 2), 2, "prod", { mask = m, reverse = true }, len)
       end
+      -- bool counted into wider integers (their whole-lines kernel has a launch bound of its own),
+      -- into a poisoned out
+      local b = values({ 600, len }, "bool", "sum", len + 3)
+      for _, dtype in ipairs({ "int32", "int64" }) do
+        for _, o in ipairs({ {}, { mask = m, reverse = true }, { exclusive = true } }) do
+          local want = cs.cumsum(b, 2, { dtype = dtype, mask = o.mask, reverse = o.reverse, exclusive = o.exclusive })
+          local out = cs.full({ 600, len }, H.poison(dtype), { dtype = dtype, device = "cuda" })
+          cs.cumsum(b:cuda(), 2, { dtype = dtype, mask = o.mask and o.mask:cuda(), reverse = o.reverse,
+                                   exclusive = o.exclusive, out = out })
+          assert.tensor_equal(want, out)
+        end
+      end
     end
   end)
 
