@@ -189,6 +189,44 @@ describe("the CPU's float tiles", function()
     end)
   end
 
+  -- values whose prefixes leave the half types' range on either side, or the double's: products of
+  -- the largest values past 2^1024 (and past 2^981 on the way, where a rounding that scales by the
+  -- prefix's exponent would overflow), tiny products that round to a zero of their sign,
+  -- infinities, NaN and signed zeros, in every flag's walk
+  local SPECIAL = {
+    float16 = { 65504, -65504, 2 ^ -24, -2 ^ -24, 2 ^ -14, 0.5, -3, 1 / 0, -1 / 0, 0 / 0, -0.0, 0.0, 1 },
+    bfloat16 = { 3.3e38, -3.3e38, 2 ^ -133, -2 ^ -133, 2 ^ -126, 0.5, -3, 1 / 0, -1 / 0, 0 / 0, -0.0, 0.0, 1 },
+  }
+  for _, dtype in ipairs({ "float16", "bfloat16" }) do
+    it(dtype .. " rows and columns round special prefixes as half.h does, every flag", function()
+      H.with_rng("float tiles special " .. dtype, function(rng)
+        local vals = SPECIAL[dtype]
+        for _, dim in ipairs({ 2, 1 }) do
+          for _, o in ipairs(FLAGS) do
+            local lines, len = rng:int(8, 19), rng:int(60, 140)
+            local rows = {}
+            for i = 1, lines do
+              rows[i] = {}
+              -- mostly the largest or the tiniest, so that products leave the range within a line
+              local run = rng:pick({ vals[1], vals[2], vals[3], vals[4] })
+              for k = 1, len do rows[i][k] = rng:int(1, 4) == 1 and rng:pick(vals) or run end
+            end
+            local x = cs.tensor(rows, { dtype = dtype, device = "cpu" })
+            if dim == 1 then x = x:transpose(1, 2):contiguous() end
+            local mask = o.masked and cs.rand(x:shape(), { seed = rng:next(), device = "cpu" }):lt(0.7) or nil
+            local out = cs.empty(x:shape(), { dtype = dtype, device = "cpu" }):fill(0 / 0)
+            run(x, dim, o, mask, out)
+            if TILES_RUN then
+              assert.matches("float tiles in registers", cs.explain(x, dim, { op = o.op == "prod" and "cumprod" or "cumsum",
+                                                                            reverse = o.reverse, mask = mask }))
+            end
+            assert.tensor_equal(run(strided(x), dim, o, mask and strided(mask) or nil), out, { strict = true })
+          end
+        end
+      end)
+    end)
+  end
+
   it("streams into an output view whose lines start off the alignment, and scans in place", function()
     H.with_rng("float tiles views", function(rng)
       local x = cs.rand({ 1031, 8195 }, { seed = rng:next(), device = "cpu" }) - 0.5
