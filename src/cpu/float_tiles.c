@@ -1,5 +1,5 @@
 /* cpu/float_tiles.c - float sums and products over a tile of lines, in AVX2 or AVX-512 registers
- * (float32, float64, float16 and bfloat16 in and out alike; float32 into float64 for rows on AVX-512).
+ * (float32, float64, float16 and bfloat16 in and out alike; float32 into float64 for rows).
  * rows     eight lines whose elements lie next to each other: a block of steps of the eight lines is
  *          loaded, transposed so that one vector holds one step of every line, folded, transposed
  *          back and stored, without the buffers of the generic walk;
@@ -7,7 +7,8 @@
  * mixed    float32 lines along the scan on one side and next to each other on the other (a
  *          transposed input into a contiguous result, or the reverse): one transpose a block.
  * Every output is the in-order float64 prefix of its line rounded once, as in the other walks (the
- * half types through floats rounded to odd, see odd4_avx2).
+ * half types: on AVX2 rounded in doubles on their own grid, see half_grid4; on AVX-512 through
+ * floats rounded to odd, see odd8_avx512).
  * Stores bypass the caches (streaming stores) when the caller says the output is larger than they
  * are and the stores can be aligned: the output is then written once instead of read, merged and
  * written back. Streaming stores are weakly ordered: each thread that may have made them calls
@@ -135,35 +136,16 @@ AVX2_INLINE __m256i empty_lanes64(int64_t empty, int64_t from)
         EXCL ? prev_ : (acc);                                                                       \
     })
 
-/* Eight float64 accumulators and a float32 step folded into them: two AVX2 vectors, or one AVX-512
- * vector (fewer instructions a step) */
-typedef struct acc8_avx2 {
-    __m256d lo, hi;
-} acc8_avx2;
+/* AVX-512: eight float64 accumulators in one vector, and a step of 8 floats folded into them */
 typedef __m512d acc8_avx512;
 #define AVX512_INLINE static inline __attribute__((always_inline, target("avx2,fma,f16c,avx512f,avx512vl")))
 
-AVX2_INLINE acc8_avx2 load8_avx2(const double *p) { return (acc8_avx2){ _mm256_loadu_pd(p), _mm256_loadu_pd(p + 4) }; }
-AVX2_INLINE void store8_avx2(double *p, acc8_avx2 a) { _mm256_storeu_pd(p, a.lo), _mm256_storeu_pd(p + 4, a.hi); }
 AVX512_INLINE acc8_avx512 load8_avx512(const double *p) { return _mm512_loadu_pd(p); }
 AVX512_INLINE void store8_avx512(double *p, acc8_avx512 a) { _mm512_storeu_pd(p, a); }
 
 /* Doubles to floats rounded to odd: truncated, and the last bit set where that was inexact. A float
  * so rounded, rounded again to nearest at 2 or more bits fewer (float16, bfloat16), gives the double
  * rounded once to nearest: the rule of half.h. NaN stays NaN with its top payload bits. */
-AVX2_INLINE __m128 odd4_avx2(__m256d d)
-{
-    const __m128 t = _mm256_cvtpd_ps(d);
-    const __m256d back = _mm256_cvtps_pd(t), abs = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffLL));
-    const __m256d big = _mm256_cmp_pd(_mm256_and_pd(back, abs), _mm256_and_pd(d, abs), _CMP_GT_OQ);
-    const __m256d inexact = _mm256_cmp_pd(back, d, _CMP_NEQ_UQ);
-    const __m256i low = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6); /* a 64-bit mask's low half */
-    const __m128i big32 = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(big), low));
-    const __m128i inexact32 = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(inexact), low));
-    const __m128i b = _mm_add_epi32(_mm_castps_si128(t), big32); /* rounded up in magnitude: one less */
-    return _mm_castsi128_ps(_mm_or_si128(b, _mm_and_si128(inexact32, _mm_set1_epi32(1))));
-}
-
 AVX512_INLINE __m256 odd8_avx512(__m512d d)
 {
     const __m256 t = _mm512_cvt_roundpd_ps(d, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
@@ -173,14 +155,6 @@ AVX512_INLINE __m256 odd8_avx512(__m512d d)
 }
 
 /* a step of float32 values folded; its outputs as floats rounded to nearest or (ODD) to odd */
-AVX2_INLINE __m256 fold8_avx2(__m256 v, acc8_avx2 *acc, const int PROD, const int EXCL, const int ODD)
-{
-    const __m256d a = FOLD(acc->lo, _mm256_cvtps_pd(_mm256_castps256_ps128(v)), PROD, EXCL);
-    const __m256d b = FOLD(acc->hi, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)), PROD, EXCL);
-    if (ODD) return _mm256_set_m128(odd4_avx2(b), odd4_avx2(a));
-    return _mm256_set_m128(_mm256_cvtpd_ps(b), _mm256_cvtpd_ps(a));
-}
-
 AVX512_INLINE __m256 fold8_avx512(__m256 v, acc8_avx512 *acc, const int PROD, const int EXCL, const int ODD)
 {
     const __m512d prev = *acc, w = _mm512_cvtps_pd(v);
@@ -458,230 +432,12 @@ INLINE void mixed##IO##ISA(const cs_float_tile *a, double *acc, int64_t k0, int6
 }                                                                                                              \
 
 
-FLOAT_KERNELS(_avx2, AVX2_INLINE, _f32)
 FLOAT_KERNELS(_avx512, AVX512_INLINE, _f32)
-FLOAT_KERNELS(_avx2, AVX2_INLINE, _f16)
 FLOAT_KERNELS(_avx512, AVX512_INLINE, _f16)
-FLOAT_KERNELS(_avx2, AVX2_INLINE, _bf16)
 FLOAT_KERNELS(_avx512, AVX512_INLINE, _bf16)
 
-/* Four elements of a tile's storage type as doubles (exact), each converted as it loads where the
- * type allows: AVX2 on this CPU's kind has one unit for what moves data between the 16-byte halves of
- * a vector (a conversion between 4 floats and 4 doubles held in registers, an extract, an insert, a
- * permute), and a conversion from memory does not use it. */
-typedef double elem_f64;
-AVX2_INLINE __m256d load4_f64(const double *p) { return _mm256_loadu_pd(p); }
-AVX2_INLINE __m256d load4_f32(const float *p) { return _mm256_cvtps_pd(_mm_loadu_ps(p)); }
-AVX2_INLINE __m256d load4_f16(const uint16_t *p)
-{
-    return _mm256_cvtps_pd(_mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)p)));
-}
-AVX2_INLINE __m256d load4_bf16(const uint16_t *p)
-{
-    const __m128i w = _mm_cvtepu16_epi32(_mm_loadl_epi64((const __m128i *)p));
-    return _mm256_cvtps_pd(_mm_castsi128_ps(_mm_slli_epi32(w, 16)));
-}
+#include "float_tiles_avx2.h"
 
-/* d rounded to nearest even at a half type's last place (float16: 10 fraction bits, exponents -14 to
- * 15; bfloat16: 7, -126 to 127): c = 1.5 * 2^(e + 52 - bits), e the exponent of d held within the
- * type's, is a multiple of that place whose sum with d keeps it as its last, so that d + c rounds
- * there (ties to even, as c / place is even) and the subtraction of c is exact. The sign goes back on
- * for a result that rounds to zero. The result is a float and a half value: converting it is exact,
- * and it is the double rounded once, as half.h rounds. */
-AVX2_INLINE __m256d half_grid4(__m256d d, const int BF16)
-{
-    const __m256d expo = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7ff0000000000000LL));
-    __m256d e = _mm256_max_pd(_mm256_and_pd(d, expo), _mm256_set1_pd(BF16 ? 0x1p-126 : 0x1p-14));
-    e = _mm256_min_pd(e, _mm256_set1_pd(BF16 ? 0x1p127 : 0x1p15));
-    const __m256d c = _mm256_mul_pd(e, _mm256_set1_pd(BF16 ? 0x1.8p45 : 0x1.8p42));
-    const __m256d r = _mm256_sub_pd(_mm256_add_pd(d, c), c);
-    return _mm256_or_pd(r, _mm256_and_pd(d, _mm256_set1_pd(-0.0)));
-}
-
-/* Eight outputs from two vectors of four doubles, stored as 16-byte halves so that the two halves
- * need not be joined in a register */
-AVX2_INLINE void store8d_f64(double *p, __m256d a, __m256d b, const int STREAM)
-{
-    STORE_F64(STREAM, p, a);
-    STORE_F64(STREAM, p + 4, b);
-}
-
-AVX2_INLINE void store8d_f32(float *p, __m256d a, __m256d b, const int STREAM)
-{
-    const __m128 lo = _mm256_cvtpd_ps(a), hi = _mm256_cvtpd_ps(b);
-    if (STREAM) _mm_stream_ps(p, lo), _mm_stream_ps(p + 4, hi);
-    else _mm_storeu_ps(p, lo), _mm_storeu_ps(p + 4, hi);
-}
-
-AVX2_INLINE void store8d_f16(uint16_t *p, __m256d a, __m256d b, const int STREAM)
-{
-    const int rn = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
-    const __m128i lo = _mm_cvtps_ph(_mm256_cvtpd_ps(half_grid4(a, 0)), rn);
-    const __m128i hi = _mm_cvtps_ph(_mm256_cvtpd_ps(half_grid4(b, 0)), rn);
-    store_halves(p, _mm_unpacklo_epi64(lo, hi), STREAM);
-}
-
-/* a bfloat16 is the top half of the float of the same value */
-AVX2_INLINE void store8d_bf16(uint16_t *p, __m256d a, __m256d b, const int STREAM)
-{
-    const __m128i lo = _mm_srli_epi32(_mm_castps_si128(_mm256_cvtpd_ps(half_grid4(a, 1))), 16);
-    const __m128i hi = _mm_srli_epi32(_mm_castps_si128(_mm256_cvtpd_ps(half_grid4(b, 1))), 16);
-    store_halves(p, _mm_packus_epi32(lo, hi), STREAM);
-}
-
-/* Columns on AVX2: lines [l0, l1) (a multiple of 8 of them) over every step, their accumulators in
- * acc[]; up to 4 steps a pass, so that an accumulator is loaded and stored once for them */
-#define COLS_AVX2(IO)                                                                               \
-    AVX2_INLINE void cols_avx2##IO(const cs_float_tile *a, double *acc, int64_t l0, int64_t l1, const int PROD, \
-                                   const int EXCL, const int BACK, const int MASKED, const int STREAM) \
-    {                                                                                               \
-        (void)BACK;                                                                                 \
-        const __m256d masked = _mm256_set1_pd(PROD ? 1.0 : 0.0);                                    \
-        /* in locals: the stores below may alias the tile as far as the compiler knows */           \
-        const elem##IO *const x0 = a->x;                                                            \
-        elem##IO *const y0 = a->y;                                                                  \
-        const unsigned char *const m0 = a->m;                                                       \
-        const int64_t xs = a->xs, ys = a->ys, ms = a->ms, n = a->n, empty = a->empty;               \
-        for (int64_t k0 = 0; k0 < n; k0 += 4) {                                                     \
-            const int ns = n - k0 < 4 ? (int)(n - k0) : 4;                                          \
-            for (int64_t l = l0; l < l1; l += 8) {                                                  \
-                __m256d s0 = _mm256_loadu_pd(acc + l), s1 = _mm256_loadu_pd(acc + l + 4);          \
-                for (int s = 0; s < ns; s++) {                                                      \
-                    const int64_t k = k0 + s;                                                       \
-                    const elem##IO *x = x0 + k * xs + l;                                            \
-                    __m256d v0 = load4##IO(x), v1 = load4##IO(x + 4);                               \
-                    if (MASKED) {                                                                   \
-                        v0 = mask_f64(v0, m0 + k * ms + l, masked);                                 \
-                        v1 = mask_f64(v1, m0 + k * ms + l + 4, masked);                             \
-                    }                                                                               \
-                    v0 = FOLD(s0, v0, PROD, EXCL);                                                  \
-                    v1 = FOLD(s1, v1, PROD, EXCL);                                                  \
-                    if (EXCL && k == 0 && empty) {                                                  \
-                        v0 = _mm256_blendv_pd(v0, masked, _mm256_castsi256_pd(empty_lanes64(empty, l))); \
-                        v1 = _mm256_blendv_pd(v1, masked, _mm256_castsi256_pd(empty_lanes64(empty, l + 4))); \
-                    }                                                                               \
-                    store8d##IO(y0 + k * ys + l, v0, v1, STREAM);                                   \
-                }                                                                                   \
-                _mm256_storeu_pd(acc + l, s0);                                                      \
-                _mm256_storeu_pd(acc + l + 4, s1);                                                  \
-            }                                                                                       \
-        }                                                                                           \
-    }
-COLS_AVX2(_f64)
-COLS_AVX2(_f32)
-COLS_AVX2(_f16)
-COLS_AVX2(_bf16)
-
-/* Four outputs of a row block as floats (exact for the half types, see half_grid4) */
-AVX2_INLINE __m128 out4_f32(__m256d d) { return _mm256_cvtpd_ps(d); }
-AVX2_INLINE __m128 out4_f16(__m256d d) { return _mm256_cvtpd_ps(half_grid4(d, 0)); }
-AVX2_INLINE __m128 out4_bf16(__m256d d) { return _mm256_cvtpd_ps(half_grid4(d, 1)); }
-/* two lines' four outputs as one vector of halves: line a's below line b's */
-AVX2_INLINE __m128i pair4_f16(__m128 a, __m128 b)
-{
-    const int rn = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
-    return _mm_unpacklo_epi64(_mm_cvtps_ph(a, rn), _mm_cvtps_ph(b, rn));
-}
-AVX2_INLINE __m128i pair4_bf16(__m128 a, __m128 b)
-{
-    return _mm_packus_epi32(_mm_srli_epi32(_mm_castps_si128(a), 16), _mm_srli_epi32(_mm_castps_si128(b), 16));
-}
-/* float32 lines store their four steps as they come: this one is never called */
-AVX2_INLINE __m128i pair4_f32(__m128 a, __m128 b) { return _mm_castps_si128(_mm_movelh_ps(a, b)); }
-
-/* Rows on AVX2: the block of 8 steps of the 8 lines from x + at (y + at), at its lowest address. The
- * lines load as 8 floats each and go through the part of an 8 x 8 transpose that stays within the
- * 16-byte halves of a vector; from a buffer, each step's four lines then convert to doubles as they
- * load. The outputs go back through 4 x 4 transposes of 16-byte vectors, four steps at a time: the
- * conversions to float are all that cross the halves of a vector (see load4_f64). The half types
- * pair two lines' four steps in one vector until the other four steps join them, so that each
- * line's 16 bytes are stored at once. */
-#define ROWS_AVX2(IO)                                                                               \
-    AVX2_INLINE void row_block_avx2##IO(const elem##IO *x, const unsigned char *m, elem##IO *y, int64_t xl, \
-                                        int64_t ml, int64_t yl, int64_t at, __m256d *lo, __m256d *hi, \
-                                        int64_t empty, const int PROD, const int EXCL, const int BACK, \
-                                        const int MASKED, const int STREAM)                         \
-    {                                                                                               \
-        const __m256 masked = _mm256_set1_ps(PROD ? 1.0f : 0.0f);                                   \
-        const __m256d identity = _mm256_set1_pd(PROD ? 1.0 : 0.0);                                  \
-        __m256 r[8];                                                                                \
-        for (int l = 0; l < 8; l++) {                                                               \
-            r[l] = load8##IO(x + l * xl + at);                                                      \
-            if (MASKED) r[l] = mask_f32(r[l], m + l * ml + at, masked);                             \
-        }                                                                                           \
-        /* u[i] (lines 0-3) and u[4 + i] (lines 4-7): step i in the low half, step i + 4 above */   \
-        float buf[64] __attribute__((aligned(32)));                                                 \
-        for (int h = 0; h < 8; h += 4) {                                                            \
-            const __m256 t0 = _mm256_unpacklo_ps(r[h], r[h + 1]), t1 = _mm256_unpackhi_ps(r[h], r[h + 1]); \
-            const __m256 t2 = _mm256_unpacklo_ps(r[h + 2], r[h + 3]), t3 = _mm256_unpackhi_ps(r[h + 2], r[h + 3]); \
-            _mm256_store_ps(buf + 8 * h, _mm256_shuffle_ps(t0, t2, 0x44));                          \
-            _mm256_store_ps(buf + 8 * h + 8, _mm256_shuffle_ps(t0, t2, 0xEE));                      \
-            _mm256_store_ps(buf + 8 * h + 16, _mm256_shuffle_ps(t1, t3, 0x44));                     \
-            _mm256_store_ps(buf + 8 * h + 24, _mm256_shuffle_ps(t1, t3, 0xEE));                     \
-        }                                                                                           \
-        __asm__("" : "+m"(buf)); /* read back from memory, not taken apart in registers */          \
-        __m128i pairs[2][4];     /* the half types: [quad][line pair] */                            \
-        for (int qw = 0; qw < 2; qw++) { /* four steps in walk order */                             \
-            __m128 o[8];                                                                         \
-            for (int i = 0; i < 4; i++) {                                                           \
-                const int s = 4 * qw + i, j = BACK ? 7 - s : s; /* walk step, memory step */        \
-                const float *p = buf + 8 * (j & 3) + 4 * (j >> 2);                                  \
-                __m256d a = FOLD(*lo, _mm256_cvtps_pd(_mm_load_ps(p)), PROD, EXCL);                 \
-                __m256d b = FOLD(*hi, _mm256_cvtps_pd(_mm_load_ps(p + 32)), PROD, EXCL);            \
-                if (EXCL && s == 0 && empty) {                                                      \
-                    a = _mm256_blendv_pd(a, identity, _mm256_castsi256_pd(empty_lanes64(empty, 0))); \
-                    b = _mm256_blendv_pd(b, identity, _mm256_castsi256_pd(empty_lanes64(empty, 4))); \
-                }                                                                                   \
-                o[j & 3] = out4##IO(a);                                                          \
-                o[4 + (j & 3)] = out4##IO(b);                                                    \
-            }                                                                                       \
-            const int q = BACK ? 1 - qw : qw; /* the quad's place in memory */                      \
-            _MM_TRANSPOSE4_PS(o[0], o[1], o[2], o[3]);                                  \
-            _MM_TRANSPOSE4_PS(o[4], o[5], o[6], o[7]);                                  \
-            if (sizeof(elem##IO) == 4) {                                                            \
-                for (int l = 0; l < 8; l++) {                                                       \
-                    float *at_y = (float *)(void *)(y + l * yl + at + 4 * q);                       \
-                    if (STREAM) _mm_stream_ps(at_y, o[l]);                                       \
-                    else _mm_storeu_ps(at_y, o[l]);                                              \
-                }                                                                                   \
-            } else {                                                                                \
-                for (int p = 0; p < 4; p++) pairs[q][p] = pair4##IO(o[2 * p], o[2 * p + 1]);  \
-            }                                                                                       \
-        }                                                                                           \
-        if (sizeof(elem##IO) == 2)                                                                  \
-            for (int p = 0; p < 4; p++) {                                                           \
-                store_halves((uint16_t *)(void *)(y + 2 * p * yl + at), _mm_unpacklo_epi64(pairs[0][p], pairs[1][p]), STREAM); \
-                store_halves((uint16_t *)(void *)(y + (2 * p + 1) * yl + at), _mm_unpackhi_epi64(pairs[0][p], pairs[1][p]), STREAM); \
-            }                                                                                       \
-    }                                                                                               \
-                                                                                                    \
-    /* steps [k0, k1) in blocks of 8: two blocks an iteration, so that each line's 64 bytes (float32) \
-     * are read and written at once */                                                              \
-    AVX2_INLINE void rows_avx2##IO(const cs_float_tile *a, double *acc, int64_t k0, int64_t k1, const int PROD, \
-                                   const int EXCL, const int BACK, const int MASKED, const int STREAM) \
-    {                                                                                               \
-        /* in locals: the stores may alias the tile as far as the compiler knows */                 \
-        const elem##IO *const x = a->x;                                                             \
-        elem##IO *const y = a->y;                                                                   \
-        const unsigned char *const m = a->m;                                                        \
-        const int64_t xl = a->xl, ml = a->ml, yl = a->yl, empty = a->empty;                         \
-        __m256d lo = _mm256_loadu_pd(acc), hi = _mm256_loadu_pd(acc + 4);                           \
-        int64_t k = k0;                                                                             \
-        for (; k + 16 <= k1; k += 16) {                                                             \
-            row_block_avx2##IO(x, m, y, xl, ml, yl, BACK ? -(k + 7) : k, &lo, &hi, k == 0 ? empty : 0, \
-                               PROD, EXCL, BACK, MASKED, STREAM);                                   \
-            row_block_avx2##IO(x, m, y, xl, ml, yl, BACK ? -(k + 15) : k + 8, &lo, &hi, 0, PROD, EXCL, \
-                               BACK, MASKED, STREAM);                                               \
-        }                                                                                           \
-        if (k < k1)                                                                                 \
-            row_block_avx2##IO(x, m, y, xl, ml, yl, BACK ? -(k + 7) : k, &lo, &hi, k == 0 ? empty : 0, \
-                               PROD, EXCL, BACK, MASKED, STREAM);                                   \
-        _mm256_storeu_pd(acc, lo);                                                                  \
-        _mm256_storeu_pd(acc + 4, hi);                                                              \
-    }
-ROWS_AVX2(_f32)
-ROWS_AVX2(_f16)
-ROWS_AVX2(_bf16)
 
 /* Columns' totals alone (no output): lines [0, lines) over every step, 4 steps a pass */
 #define COLS_TOTAL(NAME, T, LOAD)                                                                    \
@@ -867,7 +623,7 @@ AVX512 static void tile_rows_f32_f64(const cs_float_tile *a, double *acc) { ROWS
  * rows and its transposes without spilling them to the stack */
 typedef void (*tile_fn)(const cs_float_tile *, double *);
 static int avx512_state = -1; /* use_avx512's answer, once known */
-#define ENTRIES(SUFFIX, TARGET, ROWS_F32_F64, COLS, ROWS)                                                                     \
+#define ENTRIES(SUFFIX, TARGET, ROWS_F32_F64, COLS, ROWS, MIXED)                                                                     \
     TARGET static void total_cols_f32##SUFFIX(const cs_float_tile *a, double *acc) { TOTAL_BODY(cols_total_f32, scalar_f32) } \
     TARGET static void total_cols_f64##SUFFIX(const cs_float_tile *a, double *acc) { TOTAL_BODY(cols_total_f64, scalar_f64) } \
     TARGET static void tile_rows_f32##SUFFIX(const cs_float_tile *a, double *acc) { ROWS_BODY(ROWS(_f32), scalar_f32, 4, 8) }  \
@@ -878,7 +634,7 @@ static int avx512_state = -1; /* use_avx512's answer, once known */
     TARGET static void tile_cols_f64##SUFFIX(const cs_float_tile *a, double *acc) { COLS_BODY(cols_avx2_f64, scalar_f64, 8, 4) }  \
     TARGET static void tile_cols_f16##SUFFIX(const cs_float_tile *a, double *acc) { COLS_BODY(COLS(_f16), scalar_f16, 2, 8) }  \
     TARGET static void tile_cols_bf16##SUFFIX(const cs_float_tile *a, double *acc) { COLS_BODY(COLS(_bf16), scalar_bf16, 2, 8) } \
-    TARGET static void tile_mixed_f32##SUFFIX(const cs_float_tile *a, double *acc) { MIXED_BODY(mixed_f32##SUFFIX, scalar_f32) } \
+    TARGET static void tile_mixed_f32##SUFFIX(const cs_float_tile *a, double *acc) { MIXED_BODY(MIXED, scalar_f32) } \
     static const tile_fn entries##SUFFIX[CS_TILES_KINDS][5] = {                                                                  \
         { total_cols_f32##SUFFIX, total_cols_f64##SUFFIX, NULL, NULL, NULL },                                           \
         { tile_rows_f32##SUFFIX, tile_rows_f64##SUFFIX, tile_rows_f16##SUFFIX, tile_rows_bf16##SUFFIX, ROWS_F32_F64 }, \
@@ -890,8 +646,9 @@ static int avx512_state = -1; /* use_avx512's answer, once known */
 #define COLS_OF_AVX512(IO) cols##IO##_avx512
 #define ROWS_OF_AVX2(IO) rows_avx2##IO
 #define ROWS_OF_AVX512(IO) rows##IO##_avx512
-ENTRIES(_avx2, AVX2, NULL, COLS_OF_AVX2, ROWS_OF_AVX2)
-ENTRIES(_avx512, AVX512, tile_rows_f32_f64, COLS_OF_AVX512, ROWS_OF_AVX512)
+AVX2 static void tile_rows_f32_f64_avx2(const cs_float_tile *a, double *acc) { ROWS_BODY(rows_avx2_f32_f64, scalar_f32_f64, 8, 8) }
+ENTRIES(_avx2, AVX2, tile_rows_f32_f64_avx2, COLS_OF_AVX2, ROWS_OF_AVX2, mixed_avx2_f32)
+ENTRIES(_avx512, AVX512, tile_rows_f32_f64, COLS_OF_AVX512, ROWS_OF_AVX512, mixed_f32_avx512)
 
 void cs_cpu_stream_fence(void)
 {
