@@ -72,38 +72,53 @@ AVX2_INLINE void store8d_bf16(uint16_t *p, __m256d a, __m256d b, const int STREA
 }
 
 /* Columns on AVX2: lines [l0, l1) (a multiple of 8 of them) over every step, their accumulators in
- * acc[]; up to 4 steps a pass, so that an accumulator is loaded and stored once for them */
+ * acc[]; up to 4 steps a pass, so that an accumulator is loaded and stored once for them. A pass
+ * loads its steps before it stores any: the next step's row may lie a multiple of 4 KiB from the
+ * row just stored (x and out laid out alike, both starting on a page), and a load that follows such
+ * a store waits for it. */
 #define COLS_AVX2(IO)                                                                               \
+    AVX2_INLINE void cols_pass_avx2##IO(const elem##IO *x, const unsigned char *m, elem##IO *y, int64_t xs, \
+                                        int64_t ms, int64_t ys, int64_t l, int64_t k0, const int ns, \
+                                        int64_t empty, __m256d *s0, __m256d *s1, const int PROD,   \
+                                        const int EXCL, const int MASKED, const int STREAM)         \
+    {                                                                                               \
+        const __m256d masked = _mm256_set1_pd(PROD ? 1.0 : 0.0);                                    \
+        __m256d v[4][2];                                                                            \
+        for (int s = 0; s < ns; s++) {                                                              \
+            const int64_t k = k0 + s;                                                               \
+            v[s][0] = load4##IO(x + k * xs + l), v[s][1] = load4##IO(x + k * xs + l + 4);           \
+            if (MASKED) {                                                                           \
+                v[s][0] = mask_f64(v[s][0], m + k * ms + l, masked);                                \
+                v[s][1] = mask_f64(v[s][1], m + k * ms + l + 4, masked);                            \
+            }                                                                                       \
+        }                                                                                           \
+        for (int s = 0; s < ns; s++) {                                                              \
+            const int64_t k = k0 + s;                                                               \
+            __m256d v0 = FOLD(*s0, v[s][0], PROD, EXCL), v1 = FOLD(*s1, v[s][1], PROD, EXCL);       \
+            if (EXCL && k == 0 && empty) {                                                          \
+                v0 = _mm256_blendv_pd(v0, masked, _mm256_castsi256_pd(empty_lanes64(empty, l)));    \
+                v1 = _mm256_blendv_pd(v1, masked, _mm256_castsi256_pd(empty_lanes64(empty, l + 4))); \
+            }                                                                                       \
+            store8d##IO(y + k * ys + l, v0, v1, STREAM);                                            \
+        }                                                                                           \
+    }                                                                                               \
     AVX2_INLINE void cols_avx2##IO(const cs_float_tile *a, double *acc, int64_t l0, int64_t l1, const int PROD, \
                                    const int EXCL, const int BACK, const int MASKED, const int STREAM) \
     {                                                                                               \
         (void)BACK;                                                                                 \
-        const __m256d masked = _mm256_set1_pd(PROD ? 1.0 : 0.0);                                    \
         /* in locals: the stores below may alias the tile as far as the compiler knows */           \
-        const elem##IO *const x0 = a->x;                                                            \
-        elem##IO *const y0 = a->y;                                                                  \
-        const unsigned char *const m0 = a->m;                                                       \
+        const elem##IO *const x = a->x;                                                             \
+        elem##IO *const y = a->y;                                                                   \
+        const unsigned char *const m = a->m;                                                        \
         const int64_t xs = a->xs, ys = a->ys, ms = a->ms, n = a->n, empty = a->empty;               \
         for (int64_t k0 = 0; k0 < n; k0 += 4) {                                                     \
             const int ns = n - k0 < 4 ? (int)(n - k0) : 4;                                          \
             for (int64_t l = l0; l < l1; l += 8) {                                                  \
                 __m256d s0 = _mm256_loadu_pd(acc + l), s1 = _mm256_loadu_pd(acc + l + 4);          \
-                for (int s = 0; s < ns; s++) {                                                      \
-                    const int64_t k = k0 + s;                                                       \
-                    const elem##IO *x = x0 + k * xs + l;                                            \
-                    __m256d v0 = load4##IO(x), v1 = load4##IO(x + 4);                               \
-                    if (MASKED) {                                                                   \
-                        v0 = mask_f64(v0, m0 + k * ms + l, masked);                                 \
-                        v1 = mask_f64(v1, m0 + k * ms + l + 4, masked);                             \
-                    }                                                                               \
-                    v0 = FOLD(s0, v0, PROD, EXCL);                                                  \
-                    v1 = FOLD(s1, v1, PROD, EXCL);                                                  \
-                    if (EXCL && k == 0 && empty) {                                                  \
-                        v0 = _mm256_blendv_pd(v0, masked, _mm256_castsi256_pd(empty_lanes64(empty, l))); \
-                        v1 = _mm256_blendv_pd(v1, masked, _mm256_castsi256_pd(empty_lanes64(empty, l + 4))); \
-                    }                                                                               \
-                    store8d##IO(y0 + k * ys + l, v0, v1, STREAM);                                   \
-                }                                                                                   \
+                if (ns == 4) /* the steps a constant, so that v[] stays in registers */             \
+                    cols_pass_avx2##IO(x, m, y, xs, ms, ys, l, k0, 4, empty, &s0, &s1, PROD, EXCL, MASKED, STREAM); \
+                else                                                                                \
+                    cols_pass_avx2##IO(x, m, y, xs, ms, ys, l, k0, ns, empty, &s0, &s1, PROD, EXCL, MASKED, STREAM); \
                 _mm256_storeu_pd(acc + l, s0);                                                      \
                 _mm256_storeu_pd(acc + l + 4, s1);                                                  \
             }                                                                                       \
@@ -147,19 +162,21 @@ AVX2_INLINE __m128 out4_f64(__m256d d) { return _mm256_cvtpd_ps(d); }
 #define BLOCK_AVX2(IN, OUT)                                                                         \
     AVX2_INLINE void block_avx2##IN##OUT(const elem##IN *x, const unsigned char *m, elem##OUT *y, int64_t xl, \
                                          int64_t xs, int64_t ml, int64_t ms, int64_t yl, int64_t ys, int64_t k, \
-                                         __m256d *lo, __m256d *hi, int64_t empty, const int PROD,   \
-                                         const int EXCL, const int BACK, const int MASKED, const int STREAM, \
-                                         const int XALONG, const int YALONG)                        \
+                                         __m256d *lo, __m256d *hi, int64_t empty, __m256 *r, int loaded, \
+                                         int next, const int PROD, const int EXCL, const int BACK,  \
+                                         const int MASKED, const int STREAM, const int XALONG, const int YALONG) \
     {                                                                                               \
         const __m256d identity = _mm256_set1_pd(PROD ? 1.0 : 0.0);                                  \
+        const __m256 masked = _mm256_set1_ps(PROD ? 1.0f : 0.0f);                                   \
         const int64_t at = BACK ? -(k + 7) : k;                                                     \
         /* XALONG: u[i] (lines 0-3) and u[4 + i] (lines 4-7) hold step i in the low half, i + 4     \
-         * above, as buf[8 i...] */                                                                 \
+         * above, as buf[8 i...]. The lines' block in r[] unless loaded there already; the next      \
+         * block's is loaded into r[] before this one's stores, since a load that follows a store to \
+         * an address some multiple of 4 KiB away waits for it (x and out laid out alike, both        \
+         * starting on a page) */                                                                   \
         float buf[64] __attribute__((aligned(32)));                                                 \
         if (XALONG) {                                                                               \
-            const __m256 masked = _mm256_set1_ps(PROD ? 1.0f : 0.0f);                               \
-            __m256 r[8];                                                                            \
-            for (int l = 0; l < 8; l++) {                                                           \
+            for (int l = 0; l < 8 && !loaded; l++) {                                                \
                 r[l] = load8##IN(x + l * xl + at);                                                  \
                 if (MASKED) r[l] = mask_f32(r[l], m + l * ml + at, masked);                         \
             }                                                                                       \
@@ -172,6 +189,11 @@ AVX2_INLINE __m128 out4_f64(__m256d d) { return _mm256_cvtpd_ps(d); }
                 _mm256_store_ps(buf + 8 * h + 24, _mm256_shuffle_ps(t1, t3, 0xEE));                 \
             }                                                                                       \
             __asm__("" : "+m"(buf)); /* read back from memory, not taken apart in registers */      \
+            const int64_t nat = BACK ? at - 8 : at + 8;                                             \
+            for (int l = 0; l < 8 && next; l++) {                                                   \
+                r[l] = load8##IN(x + l * xl + nat);                                                 \
+                if (MASKED) r[l] = mask_f32(r[l], m + l * ml + nat, masked);                        \
+            }                                                                                       \
         }                                                                                           \
         __m128i pairs[2][4]; /* the half types: [quad][line pair] */                                \
         for (int qw = 0; qw < 2; qw++) { /* four steps in walk order */                             \
@@ -239,10 +261,10 @@ AVX2_INLINE __m128 out4_f64(__m256d d) { return _mm256_cvtpd_ps(d); }
         const unsigned char *const m = a->m;                                                        \
         const int64_t xl = a->xl, ml = a->ml, yl = a->yl, empty = a->empty;                         \
         __m256d lo = _mm256_loadu_pd(acc), hi = _mm256_loadu_pd(acc + 4);                           \
-        int64_t k = k0;                                                                             \
-        for (; k < k1; k += 8)                                                                      \
-            block_avx2##IN##OUT(x, m, y, xl, 0, ml, 0, yl, 0, k, &lo, &hi, k == 0 ? empty : 0, PROD, EXCL, \
-                                BACK, MASKED, STREAM, 1, 1);                                        \
+        __m256 r[8];                                                                                \
+        for (int64_t k = k0; k < k1; k += 8)                                                        \
+            block_avx2##IN##OUT(x, m, y, xl, 0, ml, 0, yl, 0, k, &lo, &hi, k == 0 ? empty : 0, r, k > k0, \
+                                k + 8 < k1, PROD, EXCL, BACK, MASKED, STREAM, 1, 1);                \
         _mm256_storeu_pd(acc, lo);                                                                  \
         _mm256_storeu_pd(acc + 4, hi);                                                              \
     }
@@ -265,11 +287,13 @@ AVX2_INLINE void mixed_avx2_f32(const cs_float_tile *a, double *acc, int64_t k0,
     float *const y = a->y;
     const unsigned char *const m = a->m;
     const int64_t xl = a->xl, xs = a->xs, ml = a->ml, ms = a->ms, yl = a->yl, ys = a->ys, empty = a->empty;
+    __m256 r[8]; /* a block of x's rows (XROWS) */
     /* the 8 lines from line l: along the scan at l * stride apart, else next to each other */
 #define MIXED_BLOCK(l, k, lo, hi)                                                                   \
     block_avx2_f32_f32(x + (XROWS ? (l) * xl : (l)), MASKED ? m + (XROWS ? (l) * ml : (l)) : NULL,  \
                        y + (XROWS ? (l) : (l) * yl), xl, xs, ml, ms, yl, ys, k, lo, hi,             \
-                       (k) == 0 && empty > (l) ? empty - (l) : 0, PROD, EXCL, BACK, MASKED, STREAM, XROWS, !XROWS)
+                       (k) == 0 && empty > (l) ? empty - (l) : 0, r, 0, 0, PROD, EXCL, BACK, MASKED, STREAM, \
+                       XROWS, !XROWS)
     int64_t l0 = 0;
     for (; l0 + 16 <= a->lines; l0 += 16) {
         __m256d s0 = _mm256_loadu_pd(acc + l0), s1 = _mm256_loadu_pd(acc + l0 + 4);
