@@ -154,6 +154,23 @@ AVX512_INLINE __m256 odd8_avx512(__m512d d)
     return _mm256_castsi256_ps(_mm256_mask_or_epi32(b, inexact, b, _mm256_set1_epi32(1)));
 }
 
+/* AVX2, float32 rows only (float_tiles_avx2.h has every other AVX2 tile): eight float64
+ * accumulators in two vectors, a step of 8 floats folded into them and rounded to nearest. Kept
+ * for float32 rows because on the development machine's Zen 3 it streams a 4096 x 4096 tensor in
+ * less time than block_avx2 (bench/NOTES.md, "CPU float tiles on AVX2") */
+typedef struct acc8_avx2 {
+    __m256d lo, hi;
+} acc8_avx2;
+AVX2_INLINE acc8_avx2 load8_avx2(const double *p) { return (acc8_avx2){ _mm256_loadu_pd(p), _mm256_loadu_pd(p + 4) }; }
+AVX2_INLINE void store8_avx2(double *p, acc8_avx2 a) { _mm256_storeu_pd(p, a.lo), _mm256_storeu_pd(p + 4, a.hi); }
+AVX2_INLINE __m256 fold8_avx2(__m256 v, acc8_avx2 *acc, const int PROD, const int EXCL, const int ODD)
+{
+    (void)ODD; /* float32 outputs: never rounded to odd */
+    const __m256d a = FOLD(acc->lo, _mm256_cvtps_pd(_mm256_castps256_ps128(v)), PROD, EXCL);
+    const __m256d b = FOLD(acc->hi, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)), PROD, EXCL);
+    return _mm256_set_m128(_mm256_cvtpd_ps(b), _mm256_cvtpd_ps(a));
+}
+
 /* a step of float32 values folded; its outputs as floats rounded to nearest or (ODD) to odd */
 AVX512_INLINE __m256 fold8_avx512(__m256 v, acc8_avx512 *acc, const int PROD, const int EXCL, const int ODD)
 {
@@ -433,6 +450,7 @@ INLINE void mixed##IO##ISA(const cs_float_tile *a, double *acc, int64_t k0, int6
 
 
 FLOAT_KERNELS(_avx512, AVX512_INLINE, _f32)
+FLOAT_KERNELS(_avx2, AVX2_INLINE, _f32) /* only its rows are used */
 FLOAT_KERNELS(_avx512, AVX512_INLINE, _f16)
 FLOAT_KERNELS(_avx512, AVX512_INLINE, _bf16)
 
@@ -641,10 +659,13 @@ static int avx512_state = -1; /* use_avx512's answer, once known */
         { tile_cols_f32##SUFFIX, tile_cols_f64##SUFFIX, tile_cols_f16##SUFFIX, tile_cols_bf16##SUFFIX, NULL },         \
         { tile_mixed_f32##SUFFIX, NULL, NULL, NULL, NULL } };
 /* rows and columns: AVX2 folds them in doubles converted as they load (rows_avx2, cols_avx2),
- * AVX-512 in its own vectors */
+ * but for float32 rows (rows_f32_avx2, see fold8_avx2); AVX-512 in its own vectors */
 #define COLS_OF_AVX2(IO) cols_avx2##IO
 #define COLS_OF_AVX512(IO) cols##IO##_avx512
-#define ROWS_OF_AVX2(IO) rows_avx2##IO
+#define ROWS_OF_AVX2(IO) ROWS_AVX2##IO
+#define ROWS_AVX2_f32 rows_f32_avx2
+#define ROWS_AVX2_f16 rows_avx2_f16
+#define ROWS_AVX2_bf16 rows_avx2_bf16
 #define ROWS_OF_AVX512(IO) rows##IO##_avx512
 AVX2 static void tile_rows_f32_f64_avx2(const cs_float_tile *a, double *acc) { ROWS_BODY(rows_avx2_f32_f64, scalar_f32_f64, 8, 8) }
 ENTRIES(_avx2, AVX2, tile_rows_f32_f64_avx2, COLS_OF_AVX2, ROWS_OF_AVX2, mixed_avx2_f32)
