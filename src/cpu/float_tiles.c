@@ -1,5 +1,5 @@
 /* cpu/float_tiles.c - float sums and products over a tile of lines, in AVX2 or AVX-512 registers
- * (float32, float64, float16 and bfloat16 in and out alike; float32 into float64 for rows on AVX-512).
+ * (float32, float64, float16 and bfloat16 in and out alike; float32 into float64 for rows).
  * rows     eight lines whose elements lie next to each other: a block of steps of the eight lines is
  *          loaded, transposed so that one vector holds one step of every line, folded, transposed
  *          back and stored, without the buffers of the generic walk;
@@ -7,7 +7,8 @@
  * mixed    float32 lines along the scan on one side and next to each other on the other (a
  *          transposed input into a contiguous result, or the reverse): one transpose a block.
  * Every output is the in-order float64 prefix of its line rounded once, as in the other walks (the
- * half types through floats rounded to odd, see odd4_avx2).
+ * half types: on AVX2 rounded in doubles on their own grid, see half_grid4; on AVX-512 through
+ * floats rounded to odd, see odd8_avx512).
  * Stores bypass the caches (streaming stores) when the caller says the output is larger than they
  * are and the stores can be aligned: the output is then written once instead of read, merged and
  * written back. Streaming stores are weakly ordered: each thread that may have made them calls
@@ -135,35 +136,16 @@ AVX2_INLINE __m256i empty_lanes64(int64_t empty, int64_t from)
         EXCL ? prev_ : (acc);                                                                       \
     })
 
-/* Eight float64 accumulators and a float32 step folded into them: two AVX2 vectors, or one AVX-512
- * vector (fewer instructions a step) */
-typedef struct acc8_avx2 {
-    __m256d lo, hi;
-} acc8_avx2;
+/* AVX-512: eight float64 accumulators in one vector, and a step of 8 floats folded into them */
 typedef __m512d acc8_avx512;
 #define AVX512_INLINE static inline __attribute__((always_inline, target("avx2,fma,f16c,avx512f,avx512vl")))
 
-AVX2_INLINE acc8_avx2 load8_avx2(const double *p) { return (acc8_avx2){ _mm256_loadu_pd(p), _mm256_loadu_pd(p + 4) }; }
-AVX2_INLINE void store8_avx2(double *p, acc8_avx2 a) { _mm256_storeu_pd(p, a.lo), _mm256_storeu_pd(p + 4, a.hi); }
 AVX512_INLINE acc8_avx512 load8_avx512(const double *p) { return _mm512_loadu_pd(p); }
 AVX512_INLINE void store8_avx512(double *p, acc8_avx512 a) { _mm512_storeu_pd(p, a); }
 
 /* Doubles to floats rounded to odd: truncated, and the last bit set where that was inexact. A float
  * so rounded, rounded again to nearest at 2 or more bits fewer (float16, bfloat16), gives the double
  * rounded once to nearest: the rule of half.h. NaN stays NaN with its top payload bits. */
-AVX2_INLINE __m128 odd4_avx2(__m256d d)
-{
-    const __m128 t = _mm256_cvtpd_ps(d);
-    const __m256d back = _mm256_cvtps_pd(t), abs = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffLL));
-    const __m256d big = _mm256_cmp_pd(_mm256_and_pd(back, abs), _mm256_and_pd(d, abs), _CMP_GT_OQ);
-    const __m256d inexact = _mm256_cmp_pd(back, d, _CMP_NEQ_UQ);
-    const __m256i low = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6); /* a 64-bit mask's low half */
-    const __m128i big32 = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(big), low));
-    const __m128i inexact32 = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(inexact), low));
-    const __m128i b = _mm_add_epi32(_mm_castps_si128(t), big32); /* rounded up in magnitude: one less */
-    return _mm_castsi128_ps(_mm_or_si128(b, _mm_and_si128(inexact32, _mm_set1_epi32(1))));
-}
-
 AVX512_INLINE __m256 odd8_avx512(__m512d d)
 {
     const __m256 t = _mm512_cvt_roundpd_ps(d, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
@@ -172,15 +154,24 @@ AVX512_INLINE __m256 odd8_avx512(__m512d d)
     return _mm256_castsi256_ps(_mm256_mask_or_epi32(b, inexact, b, _mm256_set1_epi32(1)));
 }
 
-/* a step of float32 values folded; its outputs as floats rounded to nearest or (ODD) to odd */
+/* AVX2, float32 rows only (float_tiles_avx2.h has every other AVX2 tile): eight float64
+ * accumulators in two vectors, a step of 8 floats folded into them and rounded to nearest. Kept
+ * for float32 rows because on the development machine's Zen 3 it streams a 4096 x 4096 tensor in
+ * less time than block_avx2 (bench/NOTES.md, "CPU float tiles on AVX2") */
+typedef struct acc8_avx2 {
+    __m256d lo, hi;
+} acc8_avx2;
+AVX2_INLINE acc8_avx2 load8_avx2(const double *p) { return (acc8_avx2){ _mm256_loadu_pd(p), _mm256_loadu_pd(p + 4) }; }
+AVX2_INLINE void store8_avx2(double *p, acc8_avx2 a) { _mm256_storeu_pd(p, a.lo), _mm256_storeu_pd(p + 4, a.hi); }
 AVX2_INLINE __m256 fold8_avx2(__m256 v, acc8_avx2 *acc, const int PROD, const int EXCL, const int ODD)
 {
+    (void)ODD; /* float32 outputs: never rounded to odd */
     const __m256d a = FOLD(acc->lo, _mm256_cvtps_pd(_mm256_castps256_ps128(v)), PROD, EXCL);
     const __m256d b = FOLD(acc->hi, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)), PROD, EXCL);
-    if (ODD) return _mm256_set_m128(odd4_avx2(b), odd4_avx2(a));
     return _mm256_set_m128(_mm256_cvtpd_ps(b), _mm256_cvtpd_ps(a));
 }
 
+/* a step of float32 values folded; its outputs as floats rounded to nearest or (ODD) to odd */
 AVX512_INLINE __m256 fold8_avx512(__m256 v, acc8_avx512 *acc, const int PROD, const int EXCL, const int ODD)
 {
     const __m512d prev = *acc, w = _mm512_cvtps_pd(v);
@@ -458,45 +449,13 @@ INLINE void mixed##IO##ISA(const cs_float_tile *a, double *acc, int64_t k0, int6
 }                                                                                                              \
 
 
-FLOAT_KERNELS(_avx2, AVX2_INLINE, _f32)
 FLOAT_KERNELS(_avx512, AVX512_INLINE, _f32)
-FLOAT_KERNELS(_avx2, AVX2_INLINE, _f16)
+FLOAT_KERNELS(_avx2, AVX2_INLINE, _f32) /* only its rows are used */
 FLOAT_KERNELS(_avx512, AVX512_INLINE, _f16)
-FLOAT_KERNELS(_avx2, AVX2_INLINE, _bf16)
 FLOAT_KERNELS(_avx512, AVX512_INLINE, _bf16)
 
-AVX2_INLINE void cols_f64(const cs_float_tile *a, double *acc, int64_t l0, int64_t l1, const int PROD,
-                          const int EXCL, const int BACK, const int MASKED, const int STREAM)
-{
-    (void)BACK;
-    const __m256d masked = _mm256_set1_pd(PROD ? 1.0 : 0.0);
-    for (int64_t k0 = 0; k0 < a->n; k0 += 4) {
-        const int ns = a->n - k0 < 4 ? (int)(a->n - k0) : 4;
-        for (int64_t l = l0; l < l1; l += 8) {
-            __m256d s0 = _mm256_loadu_pd(acc + l), s1 = _mm256_loadu_pd(acc + l + 4);
-            for (int s = 0; s < ns; s++) {
-                const int64_t k = k0 + s;
-                const double *x = (const double *)a->x + k * a->xs + l;
-                double *y = (double *)a->y + k * a->ys + l;
-                __m256d v0 = _mm256_loadu_pd(x), v1 = _mm256_loadu_pd(x + 4);
-                if (MASKED) {
-                    v0 = mask_f64(v0, a->m + k * a->ms + l, masked);
-                    v1 = mask_f64(v1, a->m + k * a->ms + l + 4, masked);
-                }
-                v0 = FOLD(s0, v0, PROD, EXCL);
-                v1 = FOLD(s1, v1, PROD, EXCL);
-                if (EXCL && k == 0 && a->empty) {
-                    v0 = _mm256_blendv_pd(v0, masked, _mm256_castsi256_pd(empty_lanes64(a->empty, l)));
-                    v1 = _mm256_blendv_pd(v1, masked, _mm256_castsi256_pd(empty_lanes64(a->empty, l + 4)));
-                }
-                STORE_F64(STREAM, y, v0);
-                STORE_F64(STREAM, y + 4, v1);
-            }
-            _mm256_storeu_pd(acc + l, s0);
-            _mm256_storeu_pd(acc + l + 4, s1);
-        }
-    }
-}
+#include "float_tiles_avx2.h"
+
 
 /* Columns' totals alone (no output): lines [0, lines) over every step, 4 steps a pass */
 #define COLS_TOTAL(NAME, T, LOAD)                                                                    \
@@ -522,14 +481,26 @@ AVX2_INLINE void cols_f64(const cs_float_tile *a, double *acc, int64_t l0, int64
 COLS_TOTAL(cols_total_f32, float, LOAD_F32_AS_F64)
 COLS_TOTAL(cols_total_f64, double, _mm256_loadu_pd)
 
-/* the flags as constants: one loop per combination */
+/* The flags as constants: one loop per combination, each called from a case of its own (a loop over
+ * the combinations that calls the kernel where they match is left a loop by the compiler, and the
+ * flags variables tested inside the kernels) */
+#define FLAGS5(v) (v) & 1, (v) >> 1 & 1, (v) >> 2 & 1, (v) >> 3 & 1, (v) >> 4 & 1
+#define FLAGS6(v) FLAGS5(v), (v) >> 5 & 1
+#define FLAG_CASE(F, K, a, acc, from, to, v) case v: K(a, acc, from, to, F(v)); break;
+#define FLAG_CASES4(F, K, a, acc, from, to, v) FLAG_CASE(F, K, a, acc, from, to, v)                   \
+    FLAG_CASE(F, K, a, acc, from, to, v + 1) FLAG_CASE(F, K, a, acc, from, to, v + 2)                   \
+    FLAG_CASE(F, K, a, acc, from, to, v + 3)
+#define FLAG_CASES16(F, K, a, acc, from, to, v) FLAG_CASES4(F, K, a, acc, from, to, v)                \
+    FLAG_CASES4(F, K, a, acc, from, to, v + 4) FLAG_CASES4(F, K, a, acc, from, to, v + 8)               \
+    FLAG_CASES4(F, K, a, acc, from, to, v + 12)
 #define DISPATCH(KERNEL, a, acc, from, to, stream)                                                  \
     do {                                                                                            \
         const int flags_ = (a)->prod | (a)->excl << 1 | ((a)->xs < 0) << 2 | ((a)->m != NULL) << 3 | \
                            (stream) << 4;                                                           \
-        for (int v_ = 0; v_ < 32; v_++)                                                             \
-            if (v_ == flags_)                                                                       \
-                KERNEL(a, acc, from, to, v_ & 1, v_ >> 1 & 1, v_ >> 2 & 1, v_ >> 3 & 1, v_ >> 4 & 1); \
+        switch (flags_) {                                                                           \
+            FLAG_CASES16(FLAGS5, KERNEL, a, acc, from, to, 0)                                       \
+            FLAG_CASES16(FLAGS5, KERNEL, a, acc, from, to, 16)                                      \
+        }                                                                                           \
     } while (0)
 
 /* The first of `width` elements from which stores of `width` elements are aligned to their own size
@@ -585,9 +556,10 @@ static int64_t aligned_from(const void *y, int64_t size, int64_t width, int64_t 
     const int64_t end = peel + (a->n - peel) / 8 * 8, groups = a->lines / 8 * 8;                     \
     SCALAR(a, acc, 0, groups, 0, peel);                                                             \
     const int flags_ = a->prod | a->excl << 1 | (a->xs < 0) << 2 | (a->m != NULL) << 3 | stream << 4 | xrows << 5; \
-    for (int v_ = 0; v_ < 64; v_++)                                                                 \
-        if (v_ == flags_)                                                                           \
-            KERNEL(a, acc, peel, end, v_ & 1, v_ >> 1 & 1, v_ >> 2 & 1, v_ >> 3 & 1, v_ >> 4 & 1, v_ >> 5 & 1); \
+    switch (flags_) {                                                                               \
+        FLAG_CASES16(FLAGS6, KERNEL, a, acc, peel, end, 0) FLAG_CASES16(FLAGS6, KERNEL, a, acc, peel, end, 16) \
+        FLAG_CASES16(FLAGS6, KERNEL, a, acc, peel, end, 32) FLAG_CASES16(FLAGS6, KERNEL, a, acc, peel, end, 48) \
+    }                                                                                               \
     SCALAR(a, acc, 0, groups, end, a->n);                                                           \
     SCALAR(a, acc, groups, a->lines, 0, a->n);
 
@@ -669,25 +641,35 @@ AVX512 static void tile_rows_f32_f64(const cs_float_tile *a, double *acc) { ROWS
  * rows and its transposes without spilling them to the stack */
 typedef void (*tile_fn)(const cs_float_tile *, double *);
 static int avx512_state = -1; /* use_avx512's answer, once known */
-#define ENTRIES(SUFFIX, TARGET, ROWS_F32_F64)                                                                     \
+#define ENTRIES(SUFFIX, TARGET, ROWS_F32_F64, COLS, ROWS, MIXED)                                                                     \
     TARGET static void total_cols_f32##SUFFIX(const cs_float_tile *a, double *acc) { TOTAL_BODY(cols_total_f32, scalar_f32) } \
     TARGET static void total_cols_f64##SUFFIX(const cs_float_tile *a, double *acc) { TOTAL_BODY(cols_total_f64, scalar_f64) } \
-    TARGET static void tile_rows_f32##SUFFIX(const cs_float_tile *a, double *acc) { ROWS_BODY(rows_f32##SUFFIX, scalar_f32, 4, 8) }  \
+    TARGET static void tile_rows_f32##SUFFIX(const cs_float_tile *a, double *acc) { ROWS_BODY(ROWS(_f32), scalar_f32, 4, 8) }  \
     TARGET static void tile_rows_f64##SUFFIX(const cs_float_tile *a, double *acc) { ROWS_BODY(rows_f64, scalar_f64, 8, 4) }  \
-    TARGET static void tile_rows_f16##SUFFIX(const cs_float_tile *a, double *acc) { ROWS_BODY(rows_f16##SUFFIX, scalar_f16, 2, 8) }  \
-    TARGET static void tile_rows_bf16##SUFFIX(const cs_float_tile *a, double *acc) { ROWS_BODY(rows_bf16##SUFFIX, scalar_bf16, 2, 8) } \
-    TARGET static void tile_cols_f32##SUFFIX(const cs_float_tile *a, double *acc) { COLS_BODY(cols_f32##SUFFIX, scalar_f32, 4, 8) }  \
-    TARGET static void tile_cols_f64##SUFFIX(const cs_float_tile *a, double *acc) { COLS_BODY(cols_f64, scalar_f64, 8, 4) }  \
-    TARGET static void tile_cols_f16##SUFFIX(const cs_float_tile *a, double *acc) { COLS_BODY(cols_f16##SUFFIX, scalar_f16, 2, 8) }  \
-    TARGET static void tile_cols_bf16##SUFFIX(const cs_float_tile *a, double *acc) { COLS_BODY(cols_bf16##SUFFIX, scalar_bf16, 2, 8) } \
-    TARGET static void tile_mixed_f32##SUFFIX(const cs_float_tile *a, double *acc) { MIXED_BODY(mixed_f32##SUFFIX, scalar_f32) } \
+    TARGET static void tile_rows_f16##SUFFIX(const cs_float_tile *a, double *acc) { ROWS_BODY(ROWS(_f16), scalar_f16, 2, 8) }  \
+    TARGET static void tile_rows_bf16##SUFFIX(const cs_float_tile *a, double *acc) { ROWS_BODY(ROWS(_bf16), scalar_bf16, 2, 8) } \
+    TARGET static void tile_cols_f32##SUFFIX(const cs_float_tile *a, double *acc) { COLS_BODY(COLS(_f32), scalar_f32, 4, 8) }  \
+    TARGET static void tile_cols_f64##SUFFIX(const cs_float_tile *a, double *acc) { COLS_BODY(cols_avx2_f64, scalar_f64, 8, 4) }  \
+    TARGET static void tile_cols_f16##SUFFIX(const cs_float_tile *a, double *acc) { COLS_BODY(COLS(_f16), scalar_f16, 2, 8) }  \
+    TARGET static void tile_cols_bf16##SUFFIX(const cs_float_tile *a, double *acc) { COLS_BODY(COLS(_bf16), scalar_bf16, 2, 8) } \
+    TARGET static void tile_mixed_f32##SUFFIX(const cs_float_tile *a, double *acc) { MIXED_BODY(MIXED, scalar_f32) } \
     static const tile_fn entries##SUFFIX[CS_TILES_KINDS][5] = {                                                                  \
         { total_cols_f32##SUFFIX, total_cols_f64##SUFFIX, NULL, NULL, NULL },                                           \
         { tile_rows_f32##SUFFIX, tile_rows_f64##SUFFIX, tile_rows_f16##SUFFIX, tile_rows_bf16##SUFFIX, ROWS_F32_F64 }, \
         { tile_cols_f32##SUFFIX, tile_cols_f64##SUFFIX, tile_cols_f16##SUFFIX, tile_cols_bf16##SUFFIX, NULL },         \
         { tile_mixed_f32##SUFFIX, NULL, NULL, NULL, NULL } };
-ENTRIES(_avx2, AVX2, NULL)
-ENTRIES(_avx512, AVX512, tile_rows_f32_f64)
+/* rows and columns: AVX2 folds them in doubles converted as they load (rows_avx2, cols_avx2),
+ * but for float32 rows (rows_f32_avx2, see fold8_avx2); AVX-512 in its own vectors */
+#define COLS_OF_AVX2(IO) cols_avx2##IO
+#define COLS_OF_AVX512(IO) cols##IO##_avx512
+#define ROWS_OF_AVX2(IO) ROWS_AVX2##IO
+#define ROWS_AVX2_f32 rows_f32_avx2
+#define ROWS_AVX2_f16 rows_avx2_f16
+#define ROWS_AVX2_bf16 rows_avx2_bf16
+#define ROWS_OF_AVX512(IO) rows##IO##_avx512
+AVX2 static void tile_rows_f32_f64_avx2(const cs_float_tile *a, double *acc) { ROWS_BODY(rows_avx2_f32_f64, scalar_f32_f64, 8, 8) }
+ENTRIES(_avx2, AVX2, tile_rows_f32_f64_avx2, COLS_OF_AVX2, ROWS_OF_AVX2, mixed_avx2_f32)
+ENTRIES(_avx512, AVX512, tile_rows_f32_f64, COLS_OF_AVX512, ROWS_OF_AVX512, mixed_f32_avx512)
 
 void cs_cpu_stream_fence(void)
 {
