@@ -83,24 +83,8 @@ else
   }
 end
 
-local function median(t)
-  table.sort(t)
-  local n = #t
-  return n % 2 == 1 and t[(n + 1) / 2] or (t[n / 2] + t[n / 2 + 1]) / 2
-end
-
-local e0, e1 = cs.event(device), cs.event(device)
-local function time_ms(fn, reps)
-  for _ = 1, 3 do fn() end
-  local t = {}
-  for i = 1, reps do
-    e0:record()
-    fn()
-    e1:record()
-    t[i] = e0:elapsed(e1)
-  end
-  return median(t)
-end
+local timer = dofile((debug.getinfo(1, "S").source:sub(2):match("(.*/)") or "./") .. "event_timer.lua")
+local median, time_ms = timer.median, timer.on(device)
 
 local function numel(shape)
   local n = 1

@@ -24,19 +24,9 @@ local function size(s)
 end
 local BYTES = { float32 = 4, float64 = 8, float16 = 2, bfloat16 = 2, int32 = 4, int64 = 8 }
 
-local e0, e1 = cs.event("cuda"), cs.event("cuda")
-local function time_ms(fn)
-  for _ = 1, 3 do fn() end
-  local t = {}
-  for k = 1, reps do
-    e0:record()
-    fn()
-    e1:record()
-    t[k] = e0:elapsed(e1)
-  end
-  table.sort(t)
-  return t[math.floor((#t + 1) / 2)]
-end
+local timer = dofile((debug.getinfo(1, "S").source:sub(2):match("(.*/)") or "./") .. "event_timer.lua")
+local time_on_device = timer.on("cuda")
+local function time_ms(fn) return time_on_device(fn, reps) end
 
 for _, case in ipairs(cases) do
   local shape_s, dim_s, dtype, masked = case:match("^([^:]+):(%d+):?([%w]*):?(%w*)$")

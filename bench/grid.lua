@@ -59,24 +59,9 @@ local INNERS = { 1, 2, 3, 4, 7, 8, 16, 64, 512, 4096, 65536, 2 ^ 20 }
 local BYTES = { float32 = 4, float64 = 8, float16 = 2, bfloat16 = 2 }
 local SHORT = { float32 = "f32", float64 = "f64", float16 = "f16", bfloat16 = "bf16" }
 
-local function median(t)
-  table.sort(t)
-  local n = #t
-  return n % 2 == 1 and t[(n + 1) / 2] or (t[n / 2] + t[n / 2 + 1]) / 2
-end
-
-local e0, e1 = cs.event("cuda"), cs.event("cuda")
-local function time_ms(fn)
-  for _ = 1, 3 do fn() end
-  local t = {}
-  for i = 1, opts.reps do
-    e0:record()
-    fn()
-    e1:record()
-    t[i] = e0:elapsed(e1)
-  end
-  return median(t)
-end
+local timer = dofile((debug.getinfo(1, "S").source:sub(2):match("(.*/)") or "./") .. "event_timer.lua")
+local time_on_device = timer.on("cuda")
+local function time_ms(fn) return time_on_device(fn, opts.reps) end
 
 local function label(v)
   if v >= 1024 and v % 1024 == 0 then
