@@ -264,6 +264,7 @@ cs_status launch_rows(const cs_scan_plan *p, cudaStream_t stream, Report &rep, c
         switch (mode) {
         case WHOLE_LINES:
             if constexpr (S::FLAGGED) scan_lines_flagged_kernel<S, V><<<grid, threads, 0, stream>>>(a);
+            else if constexpr (kByteInputLines<S>) scan_lines_byte_input_kernel<S, V><<<grid, threads, 0, stream>>>(a);
             else scan_lines_kernel<S, V><<<grid, threads, 0, stream>>>(a);
             break;
         case SEGMENTED: scan_rows_kernel<S, V, true><<<grid, threads, 0, stream>>>(a); break;

@@ -802,16 +802,23 @@ __device__ __forceinline__ void scan_whole_lines(const RowsArgs &a)
     }
 }
 
-// Blocks an SM the whole-lines kernel is built for: byte inputs (bool) into 8-byte outputs bring few
-// bytes a tile (the vector width is the output's), so they need more blocks in flight to keep the
-// loads coming (into 4-byte outputs the bound costs more registers than it gains).
+template <class S, int VEC>
+__global__ void __launch_bounds__(S::P::kRowWarps * kWarp)
+scan_lines_kernel(const RowsArgs a)
+{
+    if constexpr (policy_active<typename S::P>()) scan_whole_lines<S, VEC>(a);
+}
+
+// The same for byte inputs (bool) into 8-byte outputs, built for more blocks an SM: their tiles bring
+// few input bytes (the vector width is the output's), so more blocks in flight keep the loads coming.
+// A kernel of its own: a bound on the kernel above, even of one block, changes its code for every
+// other pair (and costs bool into 4-byte outputs more registers than it gains).
 template <class S>
-constexpr int kLinesBlocksPerSm = sizeof(typename S::InT) == 1 && sizeof(typename S::OutT) == 8 && !S::FLAGGED
-                                      ? S::P::kLineBlocksPerSmByteInput : 1;
+constexpr bool kByteInputLines = sizeof(typename S::InT) == 1 && sizeof(typename S::OutT) == 8 && !S::FLAGGED;
 
 template <class S, int VEC>
-__global__ void __launch_bounds__(S::P::kRowWarps * kWarp, kLinesBlocksPerSm<S>)
-scan_lines_kernel(const RowsArgs a)
+__global__ void __launch_bounds__(S::P::kRowWarps * kWarp, S::P::kLineBlocksPerSmByteInput)
+scan_lines_byte_input_kernel(const RowsArgs a)
 {
     if constexpr (policy_active<typename S::P>()) scan_whole_lines<S, VEC>(a);
 }
