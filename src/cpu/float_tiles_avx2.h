@@ -272,7 +272,6 @@ BLOCK_AVX2(_f32, _f32)
 BLOCK_AVX2(_f16, _f16)
 BLOCK_AVX2(_bf16, _bf16)
 BLOCK_AVX2(_f32, _f64)
-#define rows_avx2_f32 rows_avx2_f32_f32
 #define rows_avx2_f16 rows_avx2_f16_f16
 #define rows_avx2_bf16 rows_avx2_bf16_bf16
 
