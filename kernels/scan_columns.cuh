@@ -280,14 +280,21 @@ struct ColumnUnitScan {
         const int warps_down = WARPS / a.warps_across;
         const int width = unit_width(a);
 
+        // a unit alone in its strip and one warp row high joins no totals: it folds none
+        const bool totals = WALK || a.use_lookback || warps_down > 1;
         AccT total[CV];
 #pragma unroll
         for (int j = 0; j < CV; j++) total[j] = op.identity();
+        LseColumns lse;
+        if (lse_columns(a, pl, r, lse)) {
+            if (totals) lse_totals(pl, r, lse, total);
+        } else if (totals) {
 #pragma unroll
-        for (int i = 0; i < MAX_ROWS; i++)
-            if (i < pl.nrows)
+            for (int i = 0; i < MAX_ROWS; i++)
+                if (i < pl.nrows)
 #pragma unroll
-                for (int j = 0; j < CV; j++) total[j] = op(total[j], elem(op, pl, r, i, j));
+                    for (int j = 0; j < CV; j++) total[j] = op(total[j], elem(op, pl, r, i, j));
+        }
 #pragma unroll
         for (int j = 0; j < CV; j++) total_at(sh, pl.wr, pl.c + j, width) = total[j];
         bool above_ready = true;
@@ -363,7 +370,7 @@ struct ColumnUnitScan {
         // (with initial values the line's first output is its own, not the empty prefix)
         const bool line_start = pl.chunk == 0 && pl.wr == 0 && !a.initial;
         if constexpr (FLAGGED) {
-            store_flagged(a, op, pl, r, b, line_start);
+            if (!(lse.plain && lse_store(a, pl, r, lse, b, line_start))) store_flagged(a, op, pl, r, b, line_start);
         } else {
             const int64_t step_y = S::REVERSE ? -a.so : a.so;
             OutT *py = static_cast<OutT *>(a.out) + pl.ooff;
@@ -382,6 +389,98 @@ struct ColumnUnitScan {
                 py += step_y;
             }
         }
+    }
+
+    // logcumsumexp as plain float64 sums (scan_ops.cuh) where this thread's columns allow: each
+    // column's kept extremes, and whether every kept element is finite and below 2^60 with no resets.
+    static constexpr bool kLse = std::is_same_v<Op, SegOp<LseOp>>;
+    struct LseColumns {
+        bool plain;
+        double hi[CV], lo[CV];
+    };
+
+    __device__ __forceinline__ static bool lse_columns(const ColumnsArgs &a, const Place &pl, const Regs &r,
+                                                       LseColumns &c)
+    {
+        c.plain = false;
+        if constexpr (kLse) {
+            if (a.reset) return false;
+            bool ok = true;
+#pragma unroll
+            for (int j = 0; j < CV; j++) c.hi[j] = minus_inf(), c.lo[j] = -minus_inf();
+#pragma unroll
+            for (int i = 0; i < MAX_ROWS; i++)
+                if (i < pl.nrows)
+#pragma unroll
+                    for (int j = 0; j < CV; j++)
+                        if ((r.keep >> (i * CV + j)) & 1) {
+                            const double x = to_acc<double>(r.v[i].v[j]);
+                            ok &= fabs(x) < 0x1p60;
+                            c.hi[j] = fmax(c.hi[j], x);
+                            c.lo[j] = fmin(c.lo[j], x);
+                        }
+            c.plain = ok;
+        }
+        return c.plain;
+    }
+
+    // The column totals as states: e^hi times the sum of exp(x - hi) (terms far below hi are
+    // clamped to e^-700, which no sum holding e^0 = 1 can notice).
+    __device__ __forceinline__ static void lse_totals(const Place &pl, const Regs &r, const LseColumns &c,
+                                                      AccT (&total)[CV])
+    {
+        if constexpr (kLse) {
+#pragma unroll
+            for (int j = 0; j < CV; j++) {
+                double sum = 0.0;
+#pragma unroll
+                for (int i = 0; i < MAX_ROWS; i++)
+                    if (i < pl.nrows && ((r.keep >> (i * CV + j)) & 1))
+                        sum += lse_exp_rel(fmax(to_acc<double>(r.v[i].v[j]) - c.hi[j], -700.0));
+                total[j] = sum > 0.0 ? AccT{ 0, lse_state_at(c.hi[j], sum) } : Op().identity();
+            }
+        }
+    }
+
+    // The outputs from the prefixes b as plain sums from R = the larger of a column's largest kept
+    // element and its prefix; false (nothing stored) where some column's span is too wide for that.
+    __device__ __forceinline__ static bool lse_store(const ColumnsArgs &a, const Place &pl, const Regs &r,
+                                                     const LseColumns &c, const AccT (&b)[CV], bool line_start)
+    {
+        if constexpr (kLse) {
+            double R[CV], P[CV];
+            bool ok = true;
+#pragma unroll
+            for (int j = 0; j < CV; j++) {
+                const LsePlainCarry pc = lse_plain_carry(b[j].v);
+                R[j] = fmax(c.hi[j], pc.log);
+                ok &= !pc.odd && R[j] != minus_inf() && c.lo[j] >= R[j] - kLsePlainSpan &&
+                      !(pc.has && pc.log < R[j] - kLsePlainSpan);
+            }
+            if (!ok) return false;
+#pragma unroll
+            for (int j = 0; j < CV; j++) P[j] = lse_carry_in_scale(b[j].v, R[j]);
+            const int64_t step_y = S::REVERSE ? -a.so : a.so;
+            OutT *py = static_cast<OutT *>(a.out) + pl.ooff;
+#pragma unroll
+            for (int i = 0; i < MAX_ROWS; i++) {
+                if (i >= pl.nrows) break;
+                Vec<OutT, CV> ov;
+#pragma unroll
+                for (int j = 0; j < CV; j++) {
+                    const double t = (r.keep >> (i * CV + j)) & 1 ? lse_exp_rel(to_acc<double>(r.v[i].v[j]) - R[j]) : 0.0;
+                    const double after = P[j] + t;
+                    const double o = a.exclusive ? (i == 0 && line_start ? 0.0 : P[j]) : after;
+                    ov.v[j] = to_out<OutT>(lse_plain_value(R[j], o));
+                    P[j] = after;
+                }
+                if constexpr (CV > 1) store_vec<OutT, CV>(py, ov);
+                else *py = ov.v[0];
+                py += step_y;
+            }
+            return true;
+        }
+        return false;
     }
 
     // Flagged scans: the outputs from the prefixes b (and the indices, when asked for); an element

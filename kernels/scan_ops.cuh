@@ -123,6 +123,59 @@ struct LseOp {
     __device__ __forceinline__ State lift(E e, int64_t) const { return from_number(to_acc<double>(e)); }
 };
 
+// ---- logcumsumexp as a plain float64 sum of exp(x - R) from one reference R ----
+// Where every kept element and the carry lie within kLsePlainSpan below R, no term can underflow
+// ahead of its own prefix's maximum, so that sum is as exact as the joined states, at an exp, an
+// add and a log an element (no joins, no 64-bit selects). Kernels check this and fall back to the
+// joined states (NaN, infinities, elements beyond 2^60, resets, wide spans).
+constexpr double kLsePlainSpan = 600.0;
+
+// exp(d) for -kLsePlainSpan - 1 <= d <= 0 (lse_exp's k then builds a normal power of two)
+__device__ __forceinline__ double lse_exp_rel(double d)
+{
+    int64_t k;
+    double s;
+    lse_exp(d, kLseTables, k, s);
+    return s * __longlong_as_double((1023 + k) << 52);
+}
+
+// A carry (a state) as the plain path sees it.
+struct LsePlainCarry {
+    bool has;     // not the empty fold
+    bool odd;     // NaN or huge: only the joined states keep it
+    double log;   // its log to within log(s): enough to choose R
+};
+__device__ __forceinline__ LsePlainCarry lse_plain_carry(const LseState &c)
+{
+    LsePlainCarry p;
+    p.has = c.s > 0.0;
+    p.odd = !(c.s >= 0.0) || (p.has && (c.k >= LseOp::kHugeK || c.k <= -LseOp::kHugeK));   // (the empty fold is not)
+    p.log = p.has ? (double)c.k * kLseLn2Hi : minus_inf();
+    return p;
+}
+
+// The carry's value in R's scale, s 2^k e^-R (R no lower than its log, within kLsePlainSpan of it).
+__device__ __forceinline__ double lse_carry_in_scale(const LseState &c, double R)
+{
+    const double kc = (double)c.k;
+    return c.s > 0.0 ? c.s * lse_exp_rel(fma(kc, kLseLn2Hi, -R) + kc * kLseLn2Lo) : 0.0;
+}
+
+// e^R P as a state (R finite, P > 0).
+__device__ __forceinline__ LseState lse_state_at(double R, double P)
+{
+    int64_t k;
+    double s;
+    lse_exp(R, kLseTables, k, s);
+    return LseState{ k, s * P };
+}
+
+// The output for a plain sum P in R's scale: R + log P, or -inf for an empty one.
+__device__ __forceinline__ double lse_plain_value(double R, double P)
+{
+    return P > 0.0 ? R + lse_log(0, P, kLseTables) : minus_inf();
+}
+
 // ---- cummax / cummin with indices: one instance for both, chosen at run time ----
 // The smallest and largest value of each element type (the identities of max and min).
 template <typename V>

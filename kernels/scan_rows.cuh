@@ -468,7 +468,7 @@ struct RowTileScan {
     __device__ __forceinline__ static bool lse_warp_tile(const RowsArgs &a, const RowSpan &sp, const Regs &r,
                                                          AccT &carry)
     {
-        constexpr double kSpan = 600.0;
+        constexpr double kSpan = kLsePlainSpan;
         const double ninf = minus_inf();
         double m = ninf;
         bool odd = false;
@@ -487,11 +487,9 @@ struct RowTileScan {
 #pragma unroll
         for (int d = 16; d >= 1; d >>= 1) m = fmax(m, __shfl_xor_sync(0xffffffffu, m, d));
         const LseState c = carry.v;
-        const bool has_carry = c.s > 0.0;
-        odd |= !(c.s >= 0.0) || c.k >= LseOp::kHugeK || c.k <= -LseOp::kHugeK;
-        const double ck = has_carry ? (double)c.k * kLseLn2Hi : ninf;   // the carry's log, to within log(s)
-        const double R = fmax(m, ck);
-        odd |= R == ninf || (has_carry && ck < R - kSpan);
+        const LsePlainCarry pc = lse_plain_carry(c);
+        const double R = fmax(m, pc.log);
+        odd |= pc.odd || R == ninf || (pc.has && pc.log < R - kSpan);
 #pragma unroll
         for (int k = 0; k < K; k++)
 #pragma unroll
@@ -499,15 +497,7 @@ struct RowTileScan {
                 if ((r.fl[k] >> j) & 1u) odd |= to_acc<double>(r.v[k][j]) < R - kSpan;
         if (__any_sync(0xffffffffu, odd)) return false;
 
-        // exp(d) for -kSpan - 1 <= d <= 0 (a normal power of two from lse_exp's k)
-        auto exp_rel = [](double d) {
-            int64_t k;
-            double s;
-            lse_exp(d, kLseTables, k, s);
-            return s * __longlong_as_double((1023 + k) << 52);
-        };
-        const double kc = (double)c.k;
-        double P = has_carry ? c.s * exp_rel(fma(kc, kLseLn2Hi, -R) + kc * kLseLn2Lo) : 0.0;
+        double P = lse_carry_in_scale(c, R);
         const int lane = threadIdx.x & 31;
         OutT *y = static_cast<OutT *>(a.out) + sp.oo;
 #pragma unroll
@@ -515,7 +505,7 @@ struct RowTileScan {
             double t[VEC], lane_sum = 0.0;
 #pragma unroll
             for (int j = 0; j < VEC; j++) {
-                t[j] = (r.fl[k] >> j) & 1u ? exp_rel(to_acc<double>(r.v[k][j]) - R) : 0.0;
+                t[j] = (r.fl[k] >> j) & 1u ? lse_exp_rel(to_acc<double>(r.v[k][j]) - R) : 0.0;
                 lane_sum += t[j];
             }
             double ex, chunk_total;
@@ -530,19 +520,145 @@ struct RowTileScan {
                 for (int j = 0; j < VEC; j++) {
                     const double after = before + t[j];
                     const double o = a.exclusive ? (j == 0 && first ? 0.0 : before) : after;
-                    out[j] = to_out<OutT>(o > 0.0 ? R + lse_log(0, o, kLseTables) : ninf);
+                    out[j] = to_out<OutT>(lse_plain_value(R, o));
                     before = after;
                 }
                 store_out<false>(a, y, sp.pbase + (REVERSE ? sp.count - e0 - VEC : e0), out);
             }
             P += chunk_total;
         }
-        // the new carry, e^R P as a state
-        int64_t kr;
-        double sr;
-        lse_exp(R, kLseTables, kr, sr);
-        carry.v = LseState{ kr, sr * P };
+        carry.v = lse_state_at(R, P);   // (P > 0: R is a kept element's or the carry's)
         return true;
+    }
+
+    // logcumsumexp chunk by chunk as plain sums (scan_ops.cuh), for tiles whose warps share one: the
+    // chunk's largest kept element across the warp and this lane's smallest, and whether the chunk
+    // has a reset or a kept element that is not finite or beyond 2^60 (then the joined states take it).
+    static constexpr bool kLse = std::is_same_v<Op, SegOp<LseOp>>;
+    __device__ __forceinline__ static bool lse_chunk_odd(const InT (&v)[VEC], unsigned fl, double &hi, double &lo)
+    {
+        bool odd = (fl >> 16) != 0;
+        hi = minus_inf();
+        lo = -minus_inf();
+#pragma unroll
+        for (int j = 0; j < VEC; j++)
+            if ((fl >> j) & 1u) {
+                const double x = to_acc<double>(v[j]);
+                odd |= !(fabs(x) < 0x1p60);
+                hi = fmax(hi, x);
+                lo = fmin(lo, x);
+            }
+#pragma unroll
+        for (int d = 16; d >= 1; d >>= 1) hi = fmax(hi, __shfl_xor_sync(0xffffffffu, hi, d));
+        return odd;
+    }
+
+    // The chunk's total as a state (every lane), or false where the joined states must fold it. The
+    // butterfly leaves the same sum in every lane (each step adds the same two numbers).
+    __device__ __forceinline__ static bool lse_chunk_total(const InT (&v)[VEC], unsigned fl, AccT &total)
+    {
+        double hi, lo;
+        if (__any_sync(0xffffffffu, lse_chunk_odd(v, fl, hi, lo))) return false;
+        double sum = 0.0;
+#pragma unroll
+        for (int j = 0; j < VEC; j++)
+            if ((fl >> j) & 1u) sum += lse_exp_rel(fmax(to_acc<double>(v[j]) - hi, -700.0));   // (see lse_totals)
+#pragma unroll
+        for (int d = 1; d < 32; d <<= 1) sum += __shfl_xor_sync(0xffffffffu, sum, d);
+        total = sum > 0.0 ? AccT{ 0, lse_state_at(hi, sum) } : Op().identity();
+        return true;
+    }
+
+    // Chunk k scanned from `carry` (advanced past it) as a plain sum from R, the larger of the
+    // chunk's largest kept element and the carry, and stored; false, nothing stored, where it cannot.
+    template <bool STREAM>
+    __device__ __forceinline__ static bool lse_chunk_scan(const RowsArgs &a, const RowSpan &sp, int k,
+                                                          const InT (&v)[VEC], unsigned fl, AccT &carry,
+                                                          bool line_start)
+    {
+        double hi, lo;
+        bool odd = lse_chunk_odd(v, fl, hi, lo);
+        const LsePlainCarry pc = lse_plain_carry(carry.v);
+        const double R = fmax(hi, pc.log);
+        odd |= pc.odd || R == minus_inf() || lo < R - kLsePlainSpan || (pc.has && pc.log < R - kLsePlainSpan);
+        if (__any_sync(0xffffffffu, odd)) return false;
+        double t[VEC], lane_sum = 0.0;
+#pragma unroll
+        for (int j = 0; j < VEC; j++) {
+            t[j] = (fl >> j) & 1u ? lse_exp_rel(to_acc<double>(v[j]) - R) : 0.0;
+            lane_sum += t[j];
+        }
+        double ex, chunk_sum;
+        typename cub::WarpScan<double>::TempStorage unused;
+        cub::WarpScan<double>(unused).ExclusiveSum(lane_sum, ex, chunk_sum);
+        const double P = lse_carry_in_scale(carry.v, R);
+        const int e0 = tile_warp() * Tile::WARP_SPAN + k * 32 * VEC + (threadIdx.x & 31) * VEC;
+        if (e0 < sp.count) {
+            double before = P + ex;
+            OutT out[VEC];
+#pragma unroll
+            for (int j = 0; j < VEC; j++) {
+                const double after = before + t[j];
+                out[j] = to_out<OutT>(lse_plain_value(R, a.exclusive ? (j == 0 && line_start ? 0.0 : before) : after));
+                before = after;
+            }
+            store_out<STREAM>(a, static_cast<OutT *>(a.out) + sp.oo, sp.pbase + (REVERSE ? sp.count - e0 - VEC : e0), out);
+        }
+        carry.v = lse_state_at(R, P + chunk_sum);   // (not empty: R is a kept element's or the carry's)
+        return true;
+    }
+
+    // Chunk k's total for the tile's first pass, and its scan and store from `carry` for the second:
+    // plain sums where they apply, the joined states otherwise.
+    __device__ __forceinline__ static AccT chunk_total(const Op &op, const RowsArgs &a, const RowSpan &sp, int k,
+                                                       const InT (&v)[VEC], unsigned fl)
+    {
+        AccT total;
+        if constexpr (kLse)
+            if (lse_chunk_total(v, fl, total)) return total;
+        warp_exclusive(op, lane_total(op, a, sp, k, v, fl), total);
+        return total;
+    }
+    template <bool STREAM = false>
+    __device__ __forceinline__ static void scan_chunk(const Op &op, const RowsArgs &a, const RowSpan &sp, int k,
+                                                      const InT (&v)[VEC], unsigned fl, AccT &carry)
+    {
+        const bool line_start = starts_line(a, sp, k);
+        if constexpr (kLse)
+            if (lse_chunk_scan<STREAM>(a, sp, k, v, fl, carry, line_start)) return;
+        AccT total;
+        const AccT ex = warp_exclusive(op, lane_total(op, a, sp, k, v, fl), total);
+        store_any<STREAM>(a, sp, k, op(carry, ex), v, fl, line_start);
+        carry = op(carry, total);
+    }
+
+    // logcumsumexp tiles of whole warps (one-tile and whole-lines kernels): the warp totals from the
+    // chunk totals, then each warp's chunks in order from its prefix. Same contract as scan_and_store.
+    __device__ __forceinline__ static AccT lse_scan_and_store(const RowsArgs &a, int64_t unit, const Regs &r,
+                                                              Shared &sh, bool with_carry, AccT carry_in)
+    {
+        const Op op(a.op);
+        const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+        const RowSpan sp = span(a, unit);
+        AccT total = op.identity();
+#pragma unroll
+        for (int k = 0; k < K; k++) total = op(total, chunk_total(op, a, sp, k, r.v[k], r.fl[k]));
+        if (lane == 0) sh.warp_total[warp] = total;
+        __syncthreads();
+        AccT prefix = op.identity(), carry_out = op.identity();
+        if (with_carry) {
+            AccT tile_total = sh.warp_total[0];
+            for (int w = 1; w < WARPS; w++) tile_total = op(tile_total, sh.warp_total[w]);
+            prefix = carry_in;
+            carry_out = op(carry_in, tile_total);
+        } else if (a.initial) {
+            prefix = line_start_state<S>(a, sp.line);
+        }
+        AccT carry = prefix;
+        for (int w = 0; w < warp; w++) carry = op(carry, sh.warp_total[w]);
+#pragma unroll
+        for (int k = 0; k < K; k++) scan_chunk(op, a, sp, k, r.v[k], r.fl[k], carry);
+        return carry_out;
     }
 
     // Warp tiles (flagged scans): the warp scans its tile chunk by chunk from `carry` and returns the
@@ -576,6 +692,7 @@ struct RowTileScan {
     __device__ __forceinline__ static AccT scan_and_store(const RowsArgs &a, int64_t unit, const Regs &r, Shared &sh,
                                                           bool with_carry = false, AccT carry_in = Op().identity())
     {
+        if constexpr (kLse && !SEG) return lse_scan_and_store(a, unit, r, sh, with_carry, carry_in);
         const Op op(a.op);
         const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
         const RowSpan sp = span(a, unit);
@@ -718,8 +835,7 @@ scan_line_pieces_kernel(const RowsArgs a, const LineStatus<typename S::AccT> st,
             // these ops need not commute (a later tie wins, a reset cuts), and a lane's chunks are not
             // next to each other: fold chunk by chunk, each chunk's lanes in order
             auto fold_chunk = [&](int k, const InT (&v)[VEC], unsigned fl) {
-                typename cub::WarpReduce<AccT>::TempStorage unused;
-                total = op(total, cub::WarpReduce<AccT>(unused).Reduce(T::lane_total(op, a, sp, k, v, fl), op));
+                total = op(total, T::chunk_total(op, a, sp, k, v, fl));
             };
 #pragma unroll
             for (int k = 0; k < KEEP; k++) fold_chunk(k, keep[k], keep_fl[k]);
@@ -763,12 +879,7 @@ scan_line_pieces_kernel(const RowsArgs a, const LineStatus<typename S::AccT> st,
         // totals of the warps before this one
         AccT carry = sh.prefix;
         for (int w = 0; w < warp; w++) carry = op(carry, sh.warp_total[w]);
-        auto scan_chunk = [&](int k, const InT (&v)[VEC], unsigned fl) {
-            AccT chunk_total;
-            const AccT ex = warp_exclusive(op, T::lane_total(op, a, sp, k, v, fl), chunk_total);
-            T::template store_any<true>(a, sp, k, op(carry, ex), v, fl, T::starts_line(a, sp, k));
-            carry = op(carry, chunk_total);
-        };
+        auto scan_chunk = [&](int k, const InT (&v)[VEC], unsigned fl) { T::template scan_chunk<true>(op, a, sp, k, v, fl, carry); };
 #pragma unroll
         for (int k = 0; k < KEEP; k++) scan_chunk(k, keep[k], keep_fl[k]);
         // up to 4 re-reads in flight at a time

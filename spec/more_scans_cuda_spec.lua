@@ -159,46 +159,61 @@ describe("cummax, cummin, logcumsumexp and segmented scans in every kernel famil
     end
   end)
 
-  it("logcumsumexp in rows/warps: tiles summed from one reference and tiles of joined states, side by side",
-    function()
-    -- a warp's tile is summed as plain exps from one reference unless it holds a reset, NaN, an
-    -- infinity or values more than 600 apart: lines of U[-100, 100) take the plain sums throughout;
-    -- some lines carry such elements in a few places, so tiles of both kinds meet and hand each
-    -- other their carries (and a carry far below or above the next tile's values)
-    cs.force_family("rows/warps")
-    local seed = H.seed_for("more scans lse warps")
-    H.replay(seed, "rows/warps logcumsumexp", function()
-      local rng = H.rng(seed)
-      local shape = { 24, 9001 }
-      for _, pair in ipairs({ { "float32" }, { "float64" }, { "bfloat16", "float32" } }) do
-        local idt, odt = pair[1], pair[2] or pair[1]
-        local v = H.build(shape, function() return rng:uniform(-100, 100) end)
-        for line = 1, shape[1] do
-          local kind = line % 6
-          local at = rng:int(1, shape[2])
-          if kind == 1 then v[line][at] = 0 / 0
-          elseif kind == 2 then v[line][at] = 1 / 0
-          elseif kind == 3 then v[line][at] = -1 / 0
-          elseif kind == 4 then for k = at, math.min(at + 700, shape[2]) do v[line][k] = v[line][k] - 1000 end
-          elseif kind == 5 then for k = at, math.min(at + 700, shape[2]) do v[line][k] = v[line][k] + 900 end end
+  -- logcumsumexp is summed as plain exps from one reference wherever a warp's chunk (rows) or a
+  -- thread's column part (columns) holds no reset, NaN, infinity or values more than 600 below the
+  -- reference; elsewhere the joined states take it. Lines of U[-100, 100) take the plain sums
+  -- throughout; some lines carry such elements in a few places, so parts of both kinds meet and hand
+  -- each other their carries (and a carry far below or above the next part's values).
+  local LSE_CASES = {   -- family, lines, length; the columns cases lay the lines side by side
+    { "rows/warps", 24, 9001 }, { "rows/single", 40, 2000 }, { "rows/lines", 8, 20001 },
+    { "rows/pieces", 2, 40001 }, { "columns/lookback", 40, 2001 }, { "columns/walk", 40, 2001 },
+    { "columns/single", 40, 24 },   -- (not a family to force: columns take it for short lines)
+  }
+  for _, case in ipairs(LSE_CASES) do
+    local family, nlines, len = case[1], case[2], case[3]
+    it("logcumsumexp in " .. family .. ": parts summed from one reference and parts of joined states, side by side",
+      function()
+      cs.force_family(family == "columns/single" and "columns" or family)
+      local columns = family:match("^columns") ~= nil
+      local dim = columns and 1 or 2
+      local shape = columns and { len, nlines } or { nlines, len }
+      local seed = H.seed_for("more scans lse plain " .. family)
+      H.replay(seed, family .. " logcumsumexp", function()
+        local rng = H.rng(seed)
+        for _, pair in ipairs({ { "float32" }, { "float64" }, { "bfloat16", "float32" } }) do
+          local idt, odt = pair[1], pair[2] or pair[1]
+          local lines = {}
+          for line = 1, nlines do
+            local v = {}
+            for k = 1, len do v[k] = rng:uniform(-100, 100) end
+            local kind, at = line % 6, rng:int(1, len)
+            if kind == 1 then v[at] = 0 / 0
+            elseif kind == 2 then v[at] = 1 / 0
+            elseif kind == 3 then v[at] = -1 / 0
+            elseif kind == 4 then for k = at, math.min(at + 700, len) do v[k] = v[k] - 1000 end
+            elseif kind == 5 then for k = at, math.min(at + 700, len) do v[k] = v[k] + 900 end end
+            lines[line] = v
+          end
+          local x = cs.tensor(lines, { dtype = idt, device = "cpu" })
+          if columns then x = x:transpose(1, 2):contiguous() end
+          for _, f in ipairs({ {}, { reverse = true }, { exclusive = true }, { reverse = true, exclusive = true } }) do
+            local m = rng:bool() and cs.rand(shape, { seed = rng:int(1, 1e9), device = "cpu" }):lt(0.8) or nil
+            local o = { reverse = f.reverse, exclusive = f.exclusive, mask = m, dtype = pair[2] }
+            local want = x:logcumsumexp(dim, o)
+            local xd = x:cuda()
+            local plan = cs.explain(xd, dim, { op = "logcumsumexp", dtype = pair[2] })
+            assert.equal("cuda " .. family .. ":", plan:sub(1, #family + 6), plan)
+            o.mask = m and m:cuda()
+            o.out = cs.full(shape, 0 / 0, { dtype = odt, device = "cuda" })
+            local got = xd:logcumsumexp(dim, o)
+            check("logcumsumexp", odt, len, want, got)
+            o.out = nil
+            assert.is_true(H.bits(got) == H.bits(xd:logcumsumexp(dim, o)), "a second run gave other bits")
+          end
         end
-        local x = cs.tensor(v, { dtype = idt, device = "cpu" })
-        for _, f in ipairs({ {}, { reverse = true }, { exclusive = true }, { reverse = true, exclusive = true } }) do
-          local m = rng:bool() and cs.rand(shape, { seed = rng:int(1, 1e9), device = "cpu" }):lt(0.8) or nil
-          local o = { reverse = f.reverse, exclusive = f.exclusive, mask = m, dtype = pair[2] }
-          local want = x:logcumsumexp(2, o)
-          local xd = x:cuda()
-          assert.equal("cuda rows/warps:", cs.explain(xd, 2, { op = "logcumsumexp", dtype = pair[2] }):sub(1, 16))
-          o.mask = m and m:cuda()
-          o.out = cs.full(shape, 0 / 0, { dtype = odt, device = "cuda" })
-          local got = xd:logcumsumexp(2, o)
-          check("logcumsumexp", odt, shape[2], want, got)
-          o.out = nil
-          assert.is_true(H.bits(got) == H.bits(xd:logcumsumexp(2, o)), "a second run gave other bits")
-        end
-      end
+      end)
     end)
-  end)
+  end
 
   it("views one element past a vector boundary take the element-wise paths, in every family", function()
     for _, family in ipairs(ORDER) do
