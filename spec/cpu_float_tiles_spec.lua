@@ -149,6 +149,20 @@ describe("the CPU's float tiles", function()
     end)
   end
 
+  -- short rows: many lines a tile, in groups of 8 and the lines after the last group one element at
+  -- a time
+  it("short rows of odd lengths, many lines a tile, every flag, then streaming, bit for bit", function()
+    H.with_rng("float tiles short rows", function(rng)
+      for _, dtype in ipairs({ "float32", "float64", "float16", "float32->float64" }) do
+        for _, o in ipairs(FLAGS) do
+          check(rng, dtype, 2, { rng:int(700, 2100), rng:int(2, 40) }, o, false)
+        end
+      end
+      check(rng, "float32", 2, { 2 ^ 20 + 5, 9 }, { reverse = true, exclusive = true, masked = true }, true)
+      check(rng, "float32", 2, { 2 ^ 19 + 3, 17 }, {}, true)
+    end)
+  end)
+
   -- prefixes on and next to the half types' ties and past their range: a float32 rounded to nearest
   -- on the way would move 1 + 2^-11 + 2^-24 onto a tie that float16 then breaks downwards
   local HARD = {

@@ -743,6 +743,28 @@ int cs_cpu_float_tiles_have(int kind, int dtype)
     return float_tiles_run() && (use_avx512() ? entries_avx512 : entries_avx2)[kind][dtype] != NULL;
 }
 
+/* scalar edges of each CS_TILE_* dtype, and its element sizes in and out */
+static void (*const scalar_of[])(const cs_float_tile *, double *, int64_t, int64_t, int64_t, int64_t) = {
+    scalar_f32, scalar_f64, scalar_f16, scalar_bf16, scalar_f32_f64 };
+static const int64_t in_size[] = { 4, 8, 2, 2, 4 }, out_size[] = { 4, 8, 2, 2, 8 };
+
+/* Rows of other than 8 lines (short lines, many a tile; the last lines of a tile): each group of 8
+ * through fn, the lines after the last whole group one element at a time */
+static void row_groups(tile_fn fn, const cs_float_tile *a, double *acc)
+{
+    cs_float_tile g = *a;
+    g.lines = 8;
+    int64_t l = 0;
+    for (; l + 8 <= a->lines; l += 8) {
+        g.x = (const char *)a->x + l * a->xl * in_size[a->dtype];
+        g.m = a->m ? a->m + l * a->ml : NULL;
+        g.y = (char *)a->y + l * a->yl * out_size[a->dtype];
+        g.empty = a->empty > l ? a->empty - l : 0;
+        fn(&g, acc + l);
+    }
+    scalar_of[a->dtype](a, acc, l, a->lines, 0, a->n);
+}
+
 int cs_cpu_float_tile(const cs_float_tile *a, double *acc)
 {
     if (!float_tiles_run()) return 0;
@@ -753,7 +775,7 @@ int cs_cpu_float_tile(const cs_float_tile *a, double *acc)
     if (!a->y) { /* totals alone: columns */
         if (!across || a->lines < 4) return 0;
         kind = CS_TILES_TOTALS;
-    } else if (along && a->lines == 8) {
+    } else if (along) {
         kind = CS_TILES_ROWS;
     } else if (across && a->lines >= 8) {
         kind = CS_TILES_COLS;
@@ -765,7 +787,8 @@ int cs_cpu_float_tile(const cs_float_tile *a, double *acc)
     }
     const tile_fn fn = (use_avx512() ? entries_avx512 : entries_avx2)[kind][a->dtype];
     if (!fn) return 0;
-    fn(a, acc);
+    if (kind == CS_TILES_ROWS && a->lines != 8) row_groups(fn, a, acc);
+    else fn(a, acc);
     return 1;
 }
 #else

@@ -235,6 +235,13 @@ static void plan_walk(const cs_scan_plan *p, walk_layout *w)
         mixed = mixed && cs_cpu_float_tiles_have(CS_TILES_MIXED, w->tile_dtype);
     }
     w->float_tiles = w->float_tiles && (rows || cols || mixed);
+    /* short rows: as many lines a tile as a buffer's worth, so that a tile's fixed costs spread
+     * over more elements */
+    if (w->float_tiles && rows && !w->split && w->len < TILE_ELEMS / ROWS_W) {
+        const int64_t lines = TILE_ELEMS / w->len / ROWS_W * ROWS_W;
+        w->tw = lines < COLUMN_W ? lines : COLUMN_W;
+        w->tk = TILE_ELEMS / w->tw;
+    }
     w->stream = w->nlines * w->len * (int64_t)cs_dtype_size(p->out_dtype) >= cache_bytes();
 }
 
