@@ -156,7 +156,7 @@ static int tile_dtype(cs_dtype in, cs_dtype out)
 /* The last-level cache a core sees (an output beyond it is streamed to memory): the reported size,
  * at most 32 MiB, since virtual machines and multi-die parts report the sum over dies that no one
  * core can fill. */
-static int64_t cache_bytes(void)
+int64_t cs_cpu_cache_bytes(void)
 {
     static int64_t bytes;
     if (!bytes) {
@@ -242,7 +242,7 @@ static void plan_walk(const cs_scan_plan *p, walk_layout *w)
         w->tw = lines < COLUMN_W ? lines : COLUMN_W;
         w->tk = TILE_ELEMS / w->tw;
     }
-    w->stream = w->nlines * w->len * (int64_t)cs_dtype_size(p->out_dtype) >= cache_bytes();
+    w->stream = w->nlines * w->len * (int64_t)cs_dtype_size(p->out_dtype) >= cs_cpu_cache_bytes();
 }
 
 /* lines [*l0, *l1) of this thread's even share of n */
