@@ -290,19 +290,24 @@ AVX2_INLINE void rows_f64(const cs_float_tile *a, double *acc, int64_t k0, int64
      s4 = FOLD8(s4, acc, PROD, EXCL, ODD), s5 = FOLD8(s5, acc, PROD, EXCL, ODD),                     \
      s6 = FOLD8(s6, acc, PROD, EXCL, ODD), s7 = FOLD8(s7, acc, PROD, EXCL, ODD))
 
+/* The block of 8 steps from step k of 8 float32 rows (a cs_float_tile a), masked and transposed:
+ * r0..r7 hold its steps in memory order, at is the block's lowest element */
+#define F32_ROW_BLOCK                                                                               \
+    const float *x = a->x;                                                                          \
+    const __m256 masked = _mm256_set1_ps(PROD ? 1.0f : 0.0f);                                       \
+    const int64_t at = BACK ? -(k + 7) : k;                                                         \
+    __m256 r0 = ROW_LOAD(load8_f32, 0), r1 = ROW_LOAD(load8_f32, 1), r2 = ROW_LOAD(load8_f32, 2);    \
+    __m256 r3 = ROW_LOAD(load8_f32, 3), r4 = ROW_LOAD(load8_f32, 4), r5 = ROW_LOAD(load8_f32, 5);    \
+    __m256 r6 = ROW_LOAD(load8_f32, 6), r7 = ROW_LOAD(load8_f32, 7);                                \
+    TRANSPOSE8(r0, r1, r2, r3, r4, r5, r6, r7)
+
 /* float32 rows into float64 on AVX2: fold8_avx2's block, each quad of steps of its doubles
  * transposed back 4 x 4, so that each line's 64 bytes of a block are stored at once */
 AVX2_INLINE void row_block_f32_f64_avx2(const cs_float_tile *a, acc8_avx2 *acc, int64_t k, const int PROD,
                                         const int EXCL, const int BACK, const int MASKED, const int STREAM)
 {
-    const float *x = a->x;
     double *y = a->y;
-    const __m256 masked = _mm256_set1_ps(PROD ? 1.0f : 0.0f);
-    const int64_t at = BACK ? -(k + 7) : k; /* the block's lowest element */
-    __m256 r0 = ROW_LOAD(load8_f32, 0), r1 = ROW_LOAD(load8_f32, 1), r2 = ROW_LOAD(load8_f32, 2);
-    __m256 r3 = ROW_LOAD(load8_f32, 3), r4 = ROW_LOAD(load8_f32, 4), r5 = ROW_LOAD(load8_f32, 5);
-    __m256 r6 = ROW_LOAD(load8_f32, 6), r7 = ROW_LOAD(load8_f32, 7);
-    TRANSPOSE8(r0, r1, r2, r3, r4, r5, r6, r7);
+    F32_ROW_BLOCK;
     const __m256 r[8] = { r0, r1, r2, r3, r4, r5, r6, r7 }; /* memory order */
     for (int qw = 0; qw < 2; qw++) { /* four steps in walk order */
         __m256d d[8]; /* lines 0-3 by memory step of the quad, then lines 4-7 */
@@ -634,14 +639,8 @@ static int64_t aligned_from(const void *y, int64_t size, int64_t width, int64_t 
 AVX512_INLINE void row_block_f32_f64(const cs_float_tile *a, __m512d *acc, int64_t k, const int PROD, const int EXCL,
                                      const int BACK, const int MASKED, const int STREAM)
 {
-    const float *x = a->x;
     double *y = a->y;
-    const __m256 masked = _mm256_set1_ps(PROD ? 1.0f : 0.0f);
-    const int64_t at = BACK ? -(k + 7) : k; /* the block's lowest element */
-    __m256 r0 = ROW_LOAD(load8_f32, 0), r1 = ROW_LOAD(load8_f32, 1), r2 = ROW_LOAD(load8_f32, 2);
-    __m256 r3 = ROW_LOAD(load8_f32, 3), r4 = ROW_LOAD(load8_f32, 4), r5 = ROW_LOAD(load8_f32, 5);
-    __m256 r6 = ROW_LOAD(load8_f32, 6), r7 = ROW_LOAD(load8_f32, 7);
-    TRANSPOSE8(r0, r1, r2, r3, r4, r5, r6, r7);
+    F32_ROW_BLOCK;
     __m512d d0, d1, d2, d3, d4, d5, d6, d7; /* walk order */
     F64_STEP(d0, BACK ? r7 : r0);
     F64_STEP(d1, BACK ? r6 : r1);
