@@ -83,7 +83,7 @@ local function check(rng, dtype, dim, shape, o, stream, layout)
     out = transposed(out)
   end
   local plan = cs.explain(x, dim, { op = o.op == "prod" and "cumprod" or "cumsum", reverse = o.reverse,
-                                    exclusive = o.exclusive, mask = mask, dtype = out_dt })
+                                    exclusive = o.exclusive, mask = mask, dtype = out_dt, out = out })
   if TILES_RUN then
     assert.matches("float tiles in registers", plan)
     assert.equal(stream, plan:find("streaming stores", 1, true) ~= nil, plan)
@@ -148,6 +148,36 @@ describe("the CPU's float tiles", function()
       end)
     end)
   end
+
+  -- x transposed into a contiguous result: x's lines go through a buffer of lines along the scan for
+  -- the rows tiles, a group of 64 at a time (the last group a few lines), float64 and float32 into
+  -- float64 as float32
+  for _, dtype in ipairs({ "float64", "float32->float64" }) do
+    it(("%s rows with x transposed, odd sizes and every flag, then streaming, bit for bit"):format(dtype), function()
+      H.with_rng("float tiles x transposed " .. dtype, function(rng)
+        for _, o in ipairs(FLAGS) do
+          check(rng, dtype, 2, { rng:int(9, 130), rng:int(900, 1100) }, o, false, "x transposed")
+        end
+        for _, k in ipairs({ 1, rng:int(2, #FLAGS), #FLAGS - 2 }) do
+          check(rng, dtype, 2, { 515, 8195 }, FLAGS[k], true, "x transposed")
+        end
+      end)
+    end)
+  end
+
+  -- short rows: many lines a tile, in groups of 8 and the lines after the last group one element at
+  -- a time
+  it("short rows of odd lengths, many lines a tile, every flag, then streaming, bit for bit", function()
+    H.with_rng("float tiles short rows", function(rng)
+      for _, dtype in ipairs({ "float32", "float64", "float16", "float32->float64" }) do
+        for _, o in ipairs(FLAGS) do
+          check(rng, dtype, 2, { rng:int(700, 2100), rng:int(2, 40) }, o, false)
+        end
+      end
+      check(rng, "float32", 2, { 2 ^ 20 + 5, 9 }, { reverse = true, exclusive = true, masked = true }, true)
+      check(rng, "float32", 2, { 2 ^ 19 + 3, 17 }, {}, true)
+    end)
+  end)
 
   -- prefixes on and next to the half types' ties and past their range: a float32 rounded to nearest
   -- on the way would move 1 + 2^-11 + 2^-24 onto a tie that float16 then breaks downwards

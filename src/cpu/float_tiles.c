@@ -154,10 +154,11 @@ AVX512_INLINE __m256 odd8_avx512(__m512d d)
     return _mm256_castsi256_ps(_mm256_mask_or_epi32(b, inexact, b, _mm256_set1_epi32(1)));
 }
 
-/* AVX2, float32 rows only (float_tiles_avx2.h has every other AVX2 tile): eight float64
- * accumulators in two vectors, a step of 8 floats folded into them and rounded to nearest. Kept
- * for float32 rows because on the development machine's Zen 3 it streams a 4096 x 4096 tensor in
- * less time than block_avx2 (bench/NOTES.md, "CPU float tiles on AVX2") */
+/* AVX2, float32 rows only, into float32 or float64 (float_tiles_avx2.h has every other AVX2 tile):
+ * eight float64 accumulators in two vectors, a step of 8 floats folded into them and rounded to
+ * nearest. Kept for float32 rows because on the development machine's Zen 3 it streams a 4096 x
+ * 4096 tensor in less time than block_avx2 (bench/NOTES.md, "CPU float tiles on AVX2" and "CPU
+ * misses, round 2") */
 typedef struct acc8_avx2 {
     __m256d lo, hi;
 } acc8_avx2;
@@ -288,6 +289,53 @@ AVX2_INLINE void rows_f64(const cs_float_tile *a, double *acc, int64_t k0, int64
      s2 = FOLD8(s2, acc, PROD, EXCL, ODD), s3 = FOLD8(s3, acc, PROD, EXCL, ODD),                     \
      s4 = FOLD8(s4, acc, PROD, EXCL, ODD), s5 = FOLD8(s5, acc, PROD, EXCL, ODD),                     \
      s6 = FOLD8(s6, acc, PROD, EXCL, ODD), s7 = FOLD8(s7, acc, PROD, EXCL, ODD))
+
+/* The block of 8 steps from step k of 8 float32 rows (a cs_float_tile a), masked and transposed:
+ * r0..r7 hold its steps in memory order, at is the block's lowest element */
+#define F32_ROW_BLOCK                                                                               \
+    const float *x = a->x;                                                                          \
+    const __m256 masked = _mm256_set1_ps(PROD ? 1.0f : 0.0f);                                       \
+    const int64_t at = BACK ? -(k + 7) : k;                                                         \
+    __m256 r0 = ROW_LOAD(load8_f32, 0), r1 = ROW_LOAD(load8_f32, 1), r2 = ROW_LOAD(load8_f32, 2);    \
+    __m256 r3 = ROW_LOAD(load8_f32, 3), r4 = ROW_LOAD(load8_f32, 4), r5 = ROW_LOAD(load8_f32, 5);    \
+    __m256 r6 = ROW_LOAD(load8_f32, 6), r7 = ROW_LOAD(load8_f32, 7);                                \
+    TRANSPOSE8(r0, r1, r2, r3, r4, r5, r6, r7)
+
+/* float32 rows into float64 on AVX2: fold8_avx2's block, each quad of steps of its doubles
+ * transposed back 4 x 4, so that each line's 64 bytes of a block are stored at once */
+AVX2_INLINE void row_block_f32_f64_avx2(const cs_float_tile *a, acc8_avx2 *acc, int64_t k, const int PROD,
+                                        const int EXCL, const int BACK, const int MASKED, const int STREAM)
+{
+    double *y = a->y;
+    F32_ROW_BLOCK;
+    const __m256 r[8] = { r0, r1, r2, r3, r4, r5, r6, r7 }; /* memory order */
+    for (int qw = 0; qw < 2; qw++) { /* four steps in walk order */
+        __m256d d[8]; /* lines 0-3 by memory step of the quad, then lines 4-7 */
+        for (int i = 0; i < 4; i++) {
+            const int s = 4 * qw + i, j = BACK ? 7 - s : s;
+            d[j & 3] = FOLD(acc->lo, _mm256_cvtps_pd(_mm256_castps256_ps128(r[j])), PROD, EXCL);
+            d[4 + (j & 3)] = FOLD(acc->hi, _mm256_cvtps_pd(_mm256_extractf128_ps(r[j], 1)), PROD, EXCL);
+        }
+        if (EXCL && k == 0 && a->empty && qw == 0) {
+            const __m256d identity = _mm256_set1_pd(PROD ? 1.0 : 0.0);
+            const int j = BACK ? 3 : 0;
+            d[j] = _mm256_blendv_pd(d[j], identity, _mm256_castsi256_pd(empty_lanes64(a->empty, 0)));
+            d[4 + j] = _mm256_blendv_pd(d[4 + j], identity, _mm256_castsi256_pd(empty_lanes64(a->empty, 4)));
+        }
+        transpose4(d);
+        transpose4(d + 4);
+        const int q = BACK ? 1 - qw : qw; /* the quad's place in memory */
+        for (int l = 0; l < 8; l++) STORE_F64(STREAM, y + l * a->yl + at + 4 * q, d[l]);
+    }
+}
+
+AVX2_INLINE void rows_f32_f64_avx2(const cs_float_tile *a, double *acc, int64_t k0, int64_t k1, const int PROD,
+                                   const int EXCL, const int BACK, const int MASKED, const int STREAM)
+{
+    acc8_avx2 s8 = load8_avx2(acc);
+    for (int64_t k = k0; k < k1; k += 8) row_block_f32_f64_avx2(a, &s8, k, PROD, EXCL, BACK, MASKED, STREAM);
+    store8_avx2(acc, s8);
+}
 
 /* The kernels of float32 and the half types (through floats), for each of the two accumulator forms */
 #define FLOAT_KERNELS(ISA, INLINE, IO)                                                                         \
@@ -591,14 +639,8 @@ static int64_t aligned_from(const void *y, int64_t size, int64_t width, int64_t 
 AVX512_INLINE void row_block_f32_f64(const cs_float_tile *a, __m512d *acc, int64_t k, const int PROD, const int EXCL,
                                      const int BACK, const int MASKED, const int STREAM)
 {
-    const float *x = a->x;
     double *y = a->y;
-    const __m256 masked = _mm256_set1_ps(PROD ? 1.0f : 0.0f);
-    const int64_t at = BACK ? -(k + 7) : k; /* the block's lowest element */
-    __m256 r0 = ROW_LOAD(load8_f32, 0), r1 = ROW_LOAD(load8_f32, 1), r2 = ROW_LOAD(load8_f32, 2);
-    __m256 r3 = ROW_LOAD(load8_f32, 3), r4 = ROW_LOAD(load8_f32, 4), r5 = ROW_LOAD(load8_f32, 5);
-    __m256 r6 = ROW_LOAD(load8_f32, 6), r7 = ROW_LOAD(load8_f32, 7);
-    TRANSPOSE8(r0, r1, r2, r3, r4, r5, r6, r7);
+    F32_ROW_BLOCK;
     __m512d d0, d1, d2, d3, d4, d5, d6, d7; /* walk order */
     F64_STEP(d0, BACK ? r7 : r0);
     F64_STEP(d1, BACK ? r6 : r1);
@@ -659,7 +701,8 @@ static int avx512_state = -1; /* use_avx512's answer, once known */
         { tile_cols_f32##SUFFIX, tile_cols_f64##SUFFIX, tile_cols_f16##SUFFIX, tile_cols_bf16##SUFFIX, NULL },         \
         { tile_mixed_f32##SUFFIX, NULL, NULL, NULL, NULL } };
 /* rows and columns: AVX2 folds them in doubles converted as they load (rows_avx2, cols_avx2),
- * but for float32 rows (rows_f32_avx2, see fold8_avx2); AVX-512 in its own vectors */
+ * but for float32 rows, into float32 or float64 (rows_f32_avx2 and rows_f32_f64_avx2, see
+ * fold8_avx2); AVX-512 in its own vectors */
 #define COLS_OF_AVX2(IO) cols_avx2##IO
 #define COLS_OF_AVX512(IO) cols##IO##_avx512
 #define ROWS_OF_AVX2(IO) ROWS_AVX2##IO
@@ -667,7 +710,7 @@ static int avx512_state = -1; /* use_avx512's answer, once known */
 #define ROWS_AVX2_f16 rows_avx2_f16
 #define ROWS_AVX2_bf16 rows_avx2_bf16
 #define ROWS_OF_AVX512(IO) rows##IO##_avx512
-AVX2 static void tile_rows_f32_f64_avx2(const cs_float_tile *a, double *acc) { ROWS_BODY(rows_avx2_f32_f64, scalar_f32_f64, 8, 8) }
+AVX2 static void tile_rows_f32_f64_avx2(const cs_float_tile *a, double *acc) { ROWS_BODY(rows_f32_f64_avx2, scalar_f32_f64, 8, 8) }
 ENTRIES(_avx2, AVX2, tile_rows_f32_f64_avx2, COLS_OF_AVX2, ROWS_OF_AVX2, mixed_avx2_f32)
 ENTRIES(_avx512, AVX512, tile_rows_f32_f64, COLS_OF_AVX512, ROWS_OF_AVX512, mixed_f32_avx512)
 
@@ -699,6 +742,28 @@ int cs_cpu_float_tiles_have(int kind, int dtype)
     return float_tiles_run() && (use_avx512() ? entries_avx512 : entries_avx2)[kind][dtype] != NULL;
 }
 
+/* scalar edges of each CS_TILE_* dtype, and its element sizes in and out */
+static void (*const scalar_of[])(const cs_float_tile *, double *, int64_t, int64_t, int64_t, int64_t) = {
+    scalar_f32, scalar_f64, scalar_f16, scalar_bf16, scalar_f32_f64 };
+static const int64_t in_size[] = { 4, 8, 2, 2, 4 }, out_size[] = { 4, 8, 2, 2, 8 };
+
+/* Rows of other than 8 lines (short lines, many a tile; the last lines of a tile): each group of 8
+ * through fn, the lines after the last whole group one element at a time */
+static void row_groups(tile_fn fn, const cs_float_tile *a, double *acc)
+{
+    cs_float_tile g = *a;
+    g.lines = 8;
+    int64_t l = 0;
+    for (; l + 8 <= a->lines; l += 8) {
+        g.x = (const char *)a->x + l * a->xl * in_size[a->dtype];
+        g.m = a->m ? a->m + l * a->ml : NULL;
+        g.y = (char *)a->y + l * a->yl * out_size[a->dtype];
+        g.empty = a->empty > l ? a->empty - l : 0;
+        fn(&g, acc + l);
+    }
+    scalar_of[a->dtype](a, acc, l, a->lines, 0, a->n);
+}
+
 int cs_cpu_float_tile(const cs_float_tile *a, double *acc)
 {
     if (!float_tiles_run()) return 0;
@@ -709,7 +774,7 @@ int cs_cpu_float_tile(const cs_float_tile *a, double *acc)
     if (!a->y) { /* totals alone: columns */
         if (!across || a->lines < 4) return 0;
         kind = CS_TILES_TOTALS;
-    } else if (along && a->lines == 8) {
+    } else if (along) {
         kind = CS_TILES_ROWS;
     } else if (across && a->lines >= 8) {
         kind = CS_TILES_COLS;
@@ -721,7 +786,8 @@ int cs_cpu_float_tile(const cs_float_tile *a, double *acc)
     }
     const tile_fn fn = (use_avx512() ? entries_avx512 : entries_avx2)[kind][a->dtype];
     if (!fn) return 0;
-    fn(a, acc);
+    if (kind == CS_TILES_ROWS && a->lines != 8) row_groups(fn, a, acc);
+    else fn(a, acc);
     return 1;
 }
 #else

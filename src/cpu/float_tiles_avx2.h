@@ -143,11 +143,9 @@ AVX2_INLINE __m128i pair4_bf16(__m128 a, __m128 b)
 {
     return _mm_packus_epi32(_mm_srli_epi32(_mm_castps_si128(a), 16), _mm_srli_epi32(_mm_castps_si128(b), 16));
 }
-/* never called: float32 and float64 lines store their four steps as they come, float64 ones as
- * doubles (these keep the one body of block_avx2 compiling for every output type) */
+/* never called: float32 lines store their four steps as they come (this keeps the one body of
+ * block_avx2 compiling for every output type) */
 AVX2_INLINE __m128i pair4_f32(__m128 a, __m128 b) { return _mm_castps_si128(_mm_movelh_ps(a, b)); }
-AVX2_INLINE __m128i pair4_f64(__m128 a, __m128 b) { return pair4_f32(a, b); }
-AVX2_INLINE __m128 out4_f64(__m256d d) { return _mm256_cvtpd_ps(d); }
 
 /* A block on AVX2: 8 steps from walk step k of 8 lines. Each side's lines run along the scan (ALONG:
  * line l's block at p + l * pl + at, its lowest address, at = BACK ? -(k + 7) : k) or lie next to
@@ -155,7 +153,7 @@ AVX2_INLINE __m128 out4_f64(__m256d d) { return _mm256_cvtpd_ps(d); }
  * each and go through the part of an 8 x 8 transpose that stays within the 16-byte halves of a
  * vector into a buffer, whence each step's four lines convert to doubles as they load; lines next
  * to each other convert as they load. Outputs along the scan go back through 4 x 4 transposes of
- * 16-byte vectors (of 32-byte ones for doubles), four steps at a time; the half types pair two
+ * 16-byte vectors, four steps at a time; the half types pair two
  * lines' four steps in one vector until the other four join them, so that each line's 16 bytes are
  * stored at once. So little crosses the halves of a vector besides the conversions to float (see
  * load4_f64). */
@@ -198,7 +196,6 @@ AVX2_INLINE __m128 out4_f64(__m256d d) { return _mm256_cvtpd_ps(d); }
         __m128i pairs[2][4]; /* the half types: [quad][line pair] */                                \
         for (int qw = 0; qw < 2; qw++) { /* four steps in walk order */                             \
             __m128 o[8];                                                                            \
-            __m256d d[8];                                                                           \
             for (int i = 0; i < 4; i++) {                                                           \
                 const int s = 4 * qw + i, j = BACK ? 7 - s : s; /* walk step, memory step */        \
                 __m256d a, b;                                                                       \
@@ -219,17 +216,10 @@ AVX2_INLINE __m128 out4_f64(__m256d d) { return _mm256_cvtpd_ps(d); }
                     b = _mm256_blendv_pd(b, identity, _mm256_castsi256_pd(empty_lanes64(empty, 4))); \
                 }                                                                                   \
                 if (!YALONG) store8d##OUT(y + (k + s) * ys, a, b, STREAM);                          \
-                else if (sizeof(elem##OUT) == 8) d[j & 3] = a, d[4 + (j & 3)] = b;                  \
                 else o[j & 3] = out4##OUT(a), o[4 + (j & 3)] = out4##OUT(b);                        \
             }                                                                                       \
             if (!YALONG) continue;                                                                  \
             const int q = BACK ? 1 - qw : qw; /* the quad's place in memory */                      \
-            if (sizeof(elem##OUT) == 8) {                                                           \
-                transpose4(d);                                                                      \
-                transpose4(d + 4);                                                                  \
-                for (int l = 0; l < 8; l++) STORE_F64(STREAM, (double *)(void *)(y + l * yl + at + 4 * q), d[l]); \
-                continue;                                                                           \
-            }                                                                                       \
             _MM_TRANSPOSE4_PS(o[0], o[1], o[2], o[3]);                                              \
             _MM_TRANSPOSE4_PS(o[4], o[5], o[6], o[7]);                                              \
             if (sizeof(elem##OUT) == 4) {                                                           \
@@ -271,7 +261,6 @@ AVX2_INLINE __m128 out4_f64(__m256d d) { return _mm256_cvtpd_ps(d); }
 BLOCK_AVX2(_f32, _f32)
 BLOCK_AVX2(_f16, _f16)
 BLOCK_AVX2(_bf16, _bf16)
-BLOCK_AVX2(_f32, _f64)
 #define rows_avx2_f16 rows_avx2_f16_f16
 #define rows_avx2_bf16 rows_avx2_bf16_bf16
 

@@ -268,7 +268,9 @@ static void ew_range_runs(const cs_elementwise_plan *p, int64_t b, int64_t e)
 
 /* An input whose unit stride runs along the second innermost dim while the innermost is strided
  * (a transposed input): the two dims are walked in TILE x TILE blocks so that the lines the input
- * brings into cache are used before they leave it. */
+ * brings into cache are used before they leave it, the blocks in the order of the input's rows (which
+ * the hardware then streams); a plain transposition stores past the caches when its output
+ * outgrows them. */
 static int tiled(const cs_elementwise_plan *p)
 {
     const cs_iter *it = &p->it;
@@ -293,23 +295,29 @@ static void ew_tiles(const cs_elementwise_plan *p)
     /* a copy into the same dtype, the input's unit stride along d2 and the output's along d1 */
     const size_t bytes = p->op == CS_EW_COPY && p->dtype[0] == p->dtype[1] && it->strides[1][d2] == 1 && s[0] == 1
                              ? cs_dtype_size(p->dtype[0]) : 0;
-#pragma omp parallel for schedule(static) if (ntasks > 1 && p->numel > 65536)
-    for (int64_t task = 0; task < ntasks; task++) {
-        int64_t off[3];
-        iter_offsets(&outer, task / (t1 * t2), off);
-        const int64_t j2 = task / t1 % t2 * TILE, j1 = task % t1 * TILE;
-        const int64_t e2 = j2 + TILE < n2 ? j2 + TILE : n2, m1 = n1 - j1 < TILE ? n1 - j1 : TILE;
-        if (bytes) { /* a plain transposition: the input's rows are the output's columns */
-            const int64_t in = off[1] + j2 * it->strides[1][d2] + j1 * s[1];
-            cs_cpu_transpose((const char *)p->ptr[1] + in * bytes, s[1], (char *)p->ptr[0] + (off[0] + j2 * it->strides[0][d2] + j1) * bytes,
-                             it->strides[0][d2], m1, e2 - j2, bytes);
-            continue;
+    const int stream = bytes && p->numel * (int64_t)bytes >= cs_cpu_cache_bytes();
+#pragma omp parallel if (ntasks > 1 && p->numel > 65536)
+    {
+#pragma omp for schedule(static) nowait
+        for (int64_t task = 0; task < ntasks; task++) {
+            int64_t off[3];
+            iter_offsets(&outer, task / (t1 * t2), off);
+            const int64_t j2 = task % t2 * TILE, j1 = task / t2 % t1 * TILE; /* along the input's rows */
+            const int64_t e2 = j2 + TILE < n2 ? j2 + TILE : n2, m1 = n1 - j1 < TILE ? n1 - j1 : TILE;
+            if (bytes) { /* a plain transposition: the input's rows are the output's columns */
+                const int64_t in = off[1] + j2 * it->strides[1][d2] + j1 * s[1];
+                cs_cpu_transpose_stream((const char *)p->ptr[1] + in * bytes, s[1],
+                                        (char *)p->ptr[0] + (off[0] + j2 * it->strides[0][d2] + j1) * bytes,
+                                        it->strides[0][d2], m1, e2 - j2, bytes, stream);
+                continue;
+            }
+            for (int64_t r = j2; r < e2; r++) {
+                int64_t o[3];
+                for (int k = 0; k < 3; k++) o[k] = off[k] + r * it->strides[k][d2] + j1 * s[k];
+                ew_run(p, o, s, m1);
+            }
         }
-        for (int64_t r = j2; r < e2; r++) {
-            int64_t o[3];
-            for (int k = 0; k < 3; k++) o[k] = off[k] + r * it->strides[k][d2] + j1 * s[k];
-            ew_run(p, o, s, m1);
-        }
+        if (stream) cs_cpu_stream_fence();
     }
 }
 

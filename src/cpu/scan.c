@@ -113,6 +113,8 @@ typedef struct walk_layout {
     int float_tiles;            /* tiles may take cs_cpu_float_tile, with dtype tile_dtype */
     int tile_dtype;
     int stream;                 /* the output is larger than the caches: streaming stores */
+    int via_rows;               /* float tiles: x's lines lie next to each other (out's along the
+                                 * scan) and go through a buffer of lines along it, for the rows tiles */
 } walk_layout;
 
 static inline void outer_offsets(const cs_iter *it, int64_t idx, int64_t off[3])
@@ -156,7 +158,7 @@ static int tile_dtype(cs_dtype in, cs_dtype out)
 /* The last-level cache a core sees (an output beyond it is streamed to memory): the reported size,
  * at most 32 MiB, since virtual machines and multi-die parts report the sum over dies that no one
  * core can fill. */
-static int64_t cache_bytes(void)
+int64_t cs_cpu_cache_bytes(void)
 {
     static int64_t bytes;
     if (!bytes) {
@@ -232,10 +234,22 @@ static void plan_walk(const cs_scan_plan *p, walk_layout *w)
     if (w->float_tiles) {
         rows = rows && cs_cpu_float_tiles_have(CS_TILES_ROWS, w->tile_dtype);
         cols = cols && cs_cpu_float_tiles_have(CS_TILES_COLS, w->tile_dtype);
-        mixed = mixed && cs_cpu_float_tiles_have(CS_TILES_MIXED, w->tile_dtype);
+        /* x's lines next to each other and out's along the scan: x through a buffer of lines along
+         * the scan, for the rows tiles (4- and 8-byte elements, which the transposes move in
+         * blocks); the other way round, the mixed tiles */
+        w->via_rows = mixed && !w->staged[0] && cs_cpu_float_tiles_have(CS_TILES_ROWS, w->tile_dtype) &&
+                      (w->tile_dtype == CS_TILE_F32 || w->tile_dtype == CS_TILE_F64 || w->tile_dtype == CS_TILE_F32_F64);
+        mixed = mixed && w->staged[0] && cs_cpu_float_tiles_have(CS_TILES_MIXED, w->tile_dtype);
     }
-    w->float_tiles = w->float_tiles && (rows || cols || mixed);
-    w->stream = w->nlines * w->len * (int64_t)cs_dtype_size(p->out_dtype) >= cache_bytes();
+    w->float_tiles = w->float_tiles && (rows || cols || mixed || w->via_rows);
+    /* short rows: as many lines a tile as a buffer's worth, so that a tile's fixed costs spread
+     * over more elements */
+    if (w->float_tiles && rows && !w->split && w->len < TILE_ELEMS / ROWS_W) {
+        const int64_t lines = TILE_ELEMS / w->len / ROWS_W * ROWS_W;
+        w->tw = lines < COLUMN_W ? lines : COLUMN_W;
+        w->tk = TILE_ELEMS / w->tw;
+    }
+    w->stream = w->nlines * w->len * (int64_t)cs_dtype_size(p->out_dtype) >= cs_cpu_cache_bytes();
 }
 
 /* lines [*l0, *l1) of this thread's even share of n */
@@ -273,6 +287,20 @@ static inline void stage_out(const void *buf, void *dst, int64_t ix, int64_t ste
     if (step == 1) cs_cpu_transpose(buf, nc, dst, ix, kn, nc, size);
     else cs_cpu_transpose((const char *)buf + (kn - 1) * nc * (int64_t)size, -nc, (char *)dst - (kn - 1) * (int64_t)size,
                    ix, kn, nc, size);
+}
+
+/* A tile of nc lines next to each other (kn steps, `step` apart) into a buffer of lines of kn
+ * elements along the scan, running the way dir (+-1) says; returns line 0's first walked element
+ * there. */
+static inline const void *lines_in(const void *src, int64_t step, void *buf, int64_t nc, int64_t kn, int64_t dir,
+                                   size_t size)
+{
+    if (dir > 0) {
+        cs_cpu_transpose(src, step, buf, kn, kn, nc, size);
+        return buf;
+    }
+    cs_cpu_transpose((const char *)src + (kn - 1) * step * (int64_t)size, -step, buf, kn, kn, nc, size);
+    return (const char *)buf + (kn - 1) * (int64_t)size;
 }
 
 /* The nrows rows after the nrows from `now`, so that each row's first lines are on their way before
@@ -469,6 +497,16 @@ typedef struct segment {
             const unsigned char *mt = m ? m + k0 * w->sx[1] : 0;                                           \
             OUT_T *yt = y + k0 * w->sx[2];                                                                 \
             int64_t xr = w->sx[0], mr = w->sx[1];                                                          \
+            if (w->via_rows) { /* x's lines through a buffer, out's as they are */                        \
+                const int64_t dir = w->sx[2]; /* the way out's lines run */                                \
+                const cs_float_tile ft = { lines_in(xt, xr, xb, nc, kn, dir, sizeof *xb),                  \
+                                           masked ? lines_in(mt, mr, mb, nc, kn, dir, 1) : NULL, yt, kn, kn, \
+                                           w->ix[2], dir, dir, dir, nc, kn,                                \
+                                           excl && k0 == 0 && !p->initial ? (first < nc ? first : nc) : 0, \
+                                           w->tile_dtype, p->op == CS_SCAN_PROD, excl, w->stream };        \
+                cs_cpu_float_tile(&ft, (double *)(void *)acc);                                             \
+                continue;                                                                                  \
+            }                                                                                              \
             if (w->float_tiles) { /* in registers, where it can */                                         \
                 const cs_float_tile ft = { xt, mt, totals ? NULL : yt, w->ix[0], w->ix[1], w->ix[2], xr, mr, w->sx[2], nc, kn, \
                                            excl && k0 == 0 && !p->initial ? (first < nc ? first : nc) : 0, \

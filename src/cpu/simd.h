@@ -18,6 +18,10 @@
 /* dst[c * ds + r] = src[r * ss + c] for r < nr, c < nc: rows of src become columns of dst; elements
  * of `size` bytes (strides in elements, either may be negative). */
 void cs_cpu_transpose(const void *src, int64_t ss, void *dst, int64_t ds, int64_t nr, int64_t nc, size_t size);
+/* the same, dst's rows stored past the caches where stream is set and they can be (the caller then
+ * orders its streaming stores with cs_cpu_stream_fence) */
+void cs_cpu_transpose_stream(const void *src, int64_t ss, void *dst, int64_t ds, int64_t nr, int64_t nc, size_t size,
+                             int stream);
 
 /* A tile of float lines for float_tiles.c: line l's step k at x[l * xl + k * xs] (mask and out
  * alike), a sum or a product folded in float64 from acc[l], which ends as the lines' carries. Rows
@@ -40,6 +44,8 @@ int cs_cpu_float_tile(const cs_float_tile *a, double *acc);
 int cs_cpu_float_tiles_have(int kind, int dtype);
 /* orders a thread's streaming stores before what it does next (the end of a scan) */
 void cs_cpu_stream_fence(void);
+/* the last-level cache a core sees, in bytes: outputs larger than it are streamed (scan.c) */
+int64_t cs_cpu_cache_bytes(void);
 
 /* r = exp(a), log(a) of float32 elements, computed in float64 (vmath.c) */
 void cs_cpu_exp_f32(const float *a, float *r, int64_t n);

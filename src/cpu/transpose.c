@@ -3,6 +3,9 @@
 #include <stdint.h>
 #include <string.h>
 #include "simd.h"
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #define INLINE static inline __attribute__((always_inline))
 
@@ -15,10 +18,30 @@ typedef uint32_t v8u32 __attribute__((vector_size(32), aligned(4), may_alias));
 typedef uint64_t v4u64 __attribute__((vector_size(32), aligned(8), may_alias));
 #define SHUFFLE2(a, b, ...) __builtin_shuffle(a, b, (__typeof__(a)){ __VA_ARGS__ })
 
+/* a 32-byte row stored past the caches (16-byte aligned), as two 16-byte streaming stores: the
+ * baseline's instruction, so that every clone has it */
+#if defined(__SSE2__)
+#define STREAM_ROW(p, v)                                                                            \
+    do {                                                                                        \
+        __m128i h_[2];                                                                          \
+        memcpy(h_, &(v), sizeof h_);                                                            \
+        _mm_stream_si128((__m128i *)(void *)(p), h_[0]);                                        \
+        _mm_stream_si128((__m128i *)(void *)(p) + 1, h_[1]);                                    \
+    } while (0)
+#else
+#define STREAM_ROW(p, v) memcpy((p), &(v), sizeof(v))
+#endif
+#define STORE_ROW(V, p, v, STREAM)                                                                  \
+    do {                                                                                        \
+        if (STREAM) STREAM_ROW(p, v);                                                           \
+        else *(V *)(p) = (v);                                                                   \
+    } while (0)
+
 /* rows r[0..7] of 8 lanes transposed in three rounds of pair-wise shuffles. FAR: both src's and
  * dst's rows lie pages apart; the rows are then read in halves through memcpy, the faster form for
- * that pattern (and the slower one into or out of a buffer). */
-#define TRANSPOSE_8x8(V, src, ss, dst, ds, FAR)                                                     \
+ * that pattern (and the slower one into or out of a buffer). STREAM: dst's rows are stored past
+ * the caches. */
+#define TRANSPOSE_8x8(V, src, ss, dst, ds, FAR, STREAM)                                             \
     do {                                                                                        \
         V r[8], t[8], u[8];                                                                     \
         for (int i = 0; i < 8; i++) {                                                           \
@@ -37,28 +60,33 @@ typedef uint64_t v4u64 __attribute__((vector_size(32), aligned(8), may_alias));
         for (int i = 0; i < 4; i++) {                                                           \
             V lo = SHUFFLE2(u[i], u[i + 4], 0, 1, 2, 3, 8, 9, 10, 11);                          \
             V hi = SHUFFLE2(u[i], u[i + 4], 4, 5, 6, 7, 12, 13, 14, 15);                        \
-            *(V *)(dst + i * ds) = lo;                                                          \
-            *(V *)(dst + (i + 4) * ds) = hi;                                                    \
+            STORE_ROW(V, dst + i * ds, lo, STREAM);                                             \
+            STORE_ROW(V, dst + (i + 4) * ds, hi, STREAM);                                       \
         }                                                                                       \
     } while (0)
 
 typedef uint8_t v8u8 __attribute__((vector_size(8), aligned(1), may_alias));
 INLINE void transpose_8x8_u8(const uint8_t *src, int64_t ss, uint8_t *dst, int64_t ds)
 {
-    TRANSPOSE_8x8(v8u8, src, ss, dst, ds, 0);
+    TRANSPOSE_8x8(v8u8, src, ss, dst, ds, 0, 0);
 }
 
 INLINE void transpose_8x8_u32(const uint32_t *src, int64_t ss, uint32_t *dst, int64_t ds)
 {
-    TRANSPOSE_8x8(v8u32, src, ss, dst, ds, 0);
+    TRANSPOSE_8x8(v8u32, src, ss, dst, ds, 0, 0);
 }
 
 INLINE void transpose_8x8_u32_far(const uint32_t *src, int64_t ss, uint32_t *dst, int64_t ds)
 {
-    TRANSPOSE_8x8(v8u32, src, ss, dst, ds, 1);
+    TRANSPOSE_8x8(v8u32, src, ss, dst, ds, 1, 0);
 }
 
-INLINE void transpose_4x4_u64(const uint64_t *src, int64_t ss, uint64_t *dst, int64_t ds)
+INLINE void transpose_8x8_u32_stream(const uint32_t *src, int64_t ss, uint32_t *dst, int64_t ds)
+{
+    TRANSPOSE_8x8(v8u32, src, ss, dst, ds, 0, 1);
+}
+
+INLINE void transpose_4x4_u64_g(const uint64_t *src, int64_t ss, uint64_t *dst, int64_t ds, const int STREAM)
 {
     v4u64 r[4], t[4];
     for (int i = 0; i < 4; i++) r[i] = *(const v4u64 *)(src + i * ss);
@@ -68,9 +96,19 @@ INLINE void transpose_4x4_u64(const uint64_t *src, int64_t ss, uint64_t *dst, in
     }
     for (int i = 0; i < 2; i++) {
         v4u64 lo = SHUFFLE2(t[i], t[i + 2], 0, 1, 4, 5), hi = SHUFFLE2(t[i], t[i + 2], 2, 3, 6, 7);
-        *(v4u64 *)(dst + i * ds) = lo;
-        *(v4u64 *)(dst + (i + 2) * ds) = hi;
+        STORE_ROW(v4u64, dst + i * ds, lo, STREAM);
+        STORE_ROW(v4u64, dst + (i + 2) * ds, hi, STREAM);
     }
+}
+
+INLINE void transpose_4x4_u64(const uint64_t *src, int64_t ss, uint64_t *dst, int64_t ds)
+{
+    transpose_4x4_u64_g(src, ss, dst, ds, 0);
+}
+
+INLINE void transpose_4x4_u64_stream(const uint64_t *src, int64_t ss, uint64_t *dst, int64_t ds)
+{
+    transpose_4x4_u64_g(src, ss, dst, ds, 1);
 }
 #define TRANSPOSE_BLOCKS(T, B, BLOCK)                                                              \
     for (; r + B <= nr; r += B) {                                                              \
@@ -79,14 +117,30 @@ INLINE void transpose_4x4_u64(const uint64_t *src, int64_t ss, uint64_t *dst, in
         for (; c < nc; c++)                                                                    \
             for (int64_t i = r; i < r + B; i++) ((T *)dst)[c * ds + i] = ((const T *)src)[i * ss + c]; \
     }
+/* the same blocks, each of dst's rows written whole before the next, so that streaming stores
+ * fill whole cache lines */
+#define TRANSPOSE_BLOCKS_BY_ROW(T, B, BLOCK)                                                       \
+    {                                                                                          \
+        const int64_t rn = nr / B * B;                                                         \
+        int64_t c = 0;                                                                         \
+        for (; c + B <= nc; c += B)                                                            \
+            for (int64_t i = 0; i < rn; i += B) BLOCK((const T *)src + i * ss + c, ss, (T *)dst + c * ds + i, ds); \
+        for (; c < nc; c++)                                                                    \
+            for (int64_t i = 0; i < rn; i++) ((T *)dst)[c * ds + i] = ((const T *)src)[i * ss + c]; \
+        r = rn;                                                                                \
+    }
 #endif
 
-VECTOR_KERNEL_256 void cs_cpu_transpose(const void *src, int64_t ss, void *dst, int64_t ds, int64_t nr, int64_t nc,
-                                    size_t size)
+VECTOR_KERNEL_256 void cs_cpu_transpose_stream(const void *src, int64_t ss, void *dst, int64_t ds, int64_t nr, int64_t nc,
+                                           size_t size, int stream)
 {
     int64_t r = 0;
 #ifdef TRANSPOSE_BLOCKS
+    /* streaming where every block's rows start 16 bytes aligned */
+    stream = stream && (uintptr_t)dst % 16 == 0 && (ds * (int64_t)size) % 16 == 0;
     if (size == 1) TRANSPOSE_BLOCKS(uint8_t, 8, transpose_8x8_u8)
+    else if (size == 4 && stream) TRANSPOSE_BLOCKS_BY_ROW(uint32_t, 8, transpose_8x8_u32_stream)
+    else if (size == 8 && stream) TRANSPOSE_BLOCKS_BY_ROW(uint64_t, 4, transpose_4x4_u64_stream)
     else if (size == 4 && (ds > 1024 || ds < -1024) && (ss > 16 || ss < -16))
         TRANSPOSE_BLOCKS(uint32_t, 8, transpose_8x8_u32_far)
     else if (size == 4) TRANSPOSE_BLOCKS(uint32_t, 8, transpose_8x8_u32)
@@ -104,3 +158,7 @@ VECTOR_KERNEL_256 void cs_cpu_transpose(const void *src, int64_t ss, void *dst, 
 #undef TRANSPOSE_REST
 }
 
+void cs_cpu_transpose(const void *src, int64_t ss, void *dst, int64_t ds, int64_t nr, int64_t nc, size_t size)
+{
+    cs_cpu_transpose_stream(src, ss, dst, ds, nr, nc, size, 0);
+}
