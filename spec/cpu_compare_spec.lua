@@ -1,0 +1,149 @@
+-- Comparisons of float tensors on the CPU (src/cpu/ops.c): float32 compares in float32, eight a
+-- vector; against a number, with the float next to it that keeps every answer (f32_threshold), the
+-- number first through the mirrored op. Every element is checked against plain Lua comparing the
+-- same values in double precision, read from the tensors' memory: numbers between floats, beyond
+-- float32's range, subnormal, signed zeros, infinities and NaN, inputs at their float neighbours;
+-- odd sizes, unaligned starts, narrowed, stride-2 and transposed inputs; outputs poisoned first
+-- where the op takes one (the C entry point with the number first).
+local cs = require("cuscan")
+local ffi = require("ffi")
+local H = require("spec.helpers")
+local core = require("cuscan.core")
+require("cuscan.assertions")
+
+local CTYPE = { float32 = "float *", float64 = "double *", bool = "uint8_t *" }
+
+-- get(i): element i (0-based, in row-major order over t's shape) of a 1-d or 2-d t, from its memory
+local function reader(t)
+  local p = ffi.cast(CTYPE[t.dtype], t:data_ptr())
+  local shape, stride = t:shape(), t:stride()
+  if #shape == 1 then
+    local s = stride[1]
+    return function(i) return tonumber(p[i * s]) end
+  end
+  local cols, s1, s2 = shape[2], stride[1], stride[2]
+  return function(i)
+    local r = math.floor(i / cols)
+    return tonumber(p[r * s1 + (i - r * cols) * s2])
+  end
+end
+
+-- every element of y against ref(a(i), b(i)), the first mismatch reported. The loop is compiled
+-- afresh for each check, so that LuaJIT traces it for this check's readers and oracle alone.
+local CHECK = [[
+local ref, a, b, get, n = ...
+for i = 0, n - 1 do
+  local want, got = ref(a(i), b and b(i)), get(i)
+  if got ~= want then return i, got, want end
+end
+]]
+local function check_all(y, ref, a, b, what)
+  local i, got, want = assert(load(CHECK))(ref, a, b, reader(y), y:numel())
+  if i then
+    error(("%s: element %d of %d: got %s, want %s"):format(what, i, y:numel(), tostring(got), tostring(want)), 2)
+  end
+end
+
+local CMP = {
+  lt = function(a, b) return a < b and 1 or 0 end, le = function(a, b) return a <= b and 1 or 0 end,
+  gt = function(a, b) return a > b and 1 or 0 end, ge = function(a, b) return a >= b and 1 or 0 end,
+  eq = function(a, b) return a == b and 1 or 0 end, ne = function(a, b) return a ~= b and 1 or 0 end,
+}
+local NAMES = { "lt", "le", "gt", "ge", "eq", "ne" }
+
+local FLT_MAX = (2 - 2 ^ -23) * 2 ^ 127
+-- numbers on, between and beyond float32 values
+local NUMBERS = { 0.5, 0.1, 1 / 3, -0.1, 1 + 2 ^ -30, 2 ^ 24 + 1, -(2 ^ 24 + 1), 1e300, -1e300, FLT_MAX,
+  FLT_MAX * (1 + 2 ^ -30), -FLT_MAX * (1 + 2 ^ -30), 2 ^ -149, 2 ^ -150, 2 ^ -151, 3 * 2 ^ -150, -2 ^ -150, 0, -0.0,
+  1 / 0, -1 / 0, 0 / 0 }
+
+-- float32 values around every number (its neighbours once rounded), specials, and random ones, n in
+-- all, in a float64 list
+local function values(rng, n)
+  local v = { 1 / 0, -1 / 0, 0 / 0, 0, -0.0, FLT_MAX, -FLT_MAX, 2 ^ -149, -2 ^ -149 }
+  for _, s in ipairs(NUMBERS) do
+    for _, f in ipairs({ 1, 1 + 2 ^ -24, 1 - 2 ^ -24, 1 + 2 ^ -23, 1 - 2 ^ -23, 1 + 2 ^ -22, 1 - 2 ^ -25 }) do
+      v[#v + 1] = s * f
+    end
+  end
+  local out = {}
+  for i = 1, n do out[i] = v[i] or (rng:uniform() * 2 - 0.5) * 10 ^ rng:int(-3, 3) end
+  for i = n, 2, -1 do -- shuffled, so that the specials land in every lane of a vector
+    local j = rng:int(1, i)
+    out[i], out[j] = out[j], out[i]
+  end
+  return out
+end
+
+local function tensor(rng, n, dtype)
+  return cs.tensor(values(rng, n), { dtype = "float64", device = "cpu" }):to(dtype)
+end
+
+-- x as the view `how` of a fresh float tensor, n elements
+local function view(rng, n, dtype, how)
+  if how == "flat" then return tensor(rng, n, dtype) end
+  if how == "unaligned" then return tensor(rng, n + 1, dtype):narrow(1, 2, n) end
+  if how == "stride 2" then return tensor(rng, 2 * n, dtype):reshape({ n, 2 }):select(2, 2) end
+  local cols = 67
+  local rows = math.max(1, math.floor(n / cols))
+  if how == "narrowed" then return tensor(rng, rows * (cols + 3), dtype):reshape({ rows, cols + 3 }):narrow(2, 2, cols) end
+  return tensor(rng, rows * cols, dtype):reshape({ cols, rows }):transpose(1, 2) -- transposed
+end
+
+-- x op s through the C entry point, into a poisoned output; first: s op x
+local function with_number(x, s, name, first)
+  local y = cs.empty(x:shape(), { dtype = "bool", device = "cpu" })
+  ffi.fill(y:data_ptr(), y:numel(), 7)
+  core.call(name, core.C.cs_binary_scalar, core.check_tensor(y, name, "out"), core.check_tensor(x, name, "x"), s,
+            core.C["CS_" .. name:upper()], first and 1 or 0)
+  return y
+end
+
+describe("comparisons of float tensors on the CPU", function()
+  it("with numbers between, beyond and on float32 values, either side, match plain Lua", function()
+    H.with_rng("cpu compare numbers", function(rng)
+      for _, dtype in ipairs({ "float32", "float64" }) do
+        for _, n in ipairs({ 1, 7, 1003 }) do
+          local x = tensor(rng, n, dtype)
+          for _, s in ipairs(NUMBERS) do
+            for _, name in ipairs(NAMES) do
+              local cmp = CMP[name]
+              check_all(x[name](x, s), function(a) return cmp(a, s) end, reader(x), nil,
+                        ("%s %s %s, %d"):format(dtype, name, tostring(s), n))
+              check_all(with_number(x, s, name, true), function(a) return cmp(s, a) end, reader(x), nil,
+                        ("%s %s %s first, %d"):format(dtype, name, tostring(s), n))
+            end
+          end
+        end
+      end
+    end)
+  end)
+
+  it("of two tensors and of views match plain Lua", function()
+    H.with_rng("cpu compare views", function(rng)
+      for _, dtype in ipairs({ "float32", "float64" }) do
+        for _, how in ipairs({ "flat", "unaligned", "stride 2", "narrowed", "transposed" }) do
+          for _, n in ipairs({ 7, 1003, 100003 }) do
+            local x = view(rng, n, dtype, how)
+            local b = x:clone()
+            b:narrow(1, 1, 1):fill(0.25) -- equal elements elsewhere, a different first row
+            local other = view(rng, n, dtype, how)
+            for _, name in ipairs(NAMES) do
+              local what = ("%s %s %s, %d"):format(dtype, how, name, n)
+              check_all(x[name](x, b), CMP[name], reader(x), reader(b), what .. " (equal)")
+              check_all(x[name](x, other), CMP[name], reader(x), reader(other), what)
+              check_all(x[name](x, 0.1), function(a) return CMP[name](a, 0.1) end, reader(x), nil, what .. " 0.1")
+            end
+          end
+        end
+      end
+    end)
+  end)
+
+  it("of 2^24 float32 elements match plain Lua", function()
+    H.with_rng("cpu compare large", function(rng)
+      local x = cs.rand({ 4096, 4096 }, { seed = rng:next(), device = "cpu" })
+      check_all(x:lt(0.5), function(a) return a < 0.5 and 1 or 0 end, reader(x), nil, "lt 0.5")
+    end)
+  end)
+end)
