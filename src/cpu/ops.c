@@ -204,6 +204,22 @@ static int ew_fused(const cs_elementwise_plan *p, const int64_t off[3], const in
     return 1;
 }
 
+/* float32 <-> float64 copies of unit strides in one loop (a conversion a vector), as store_double
+ * would round them; else 0 */
+VECTOR_KERNEL static void widen_f32(const float *a, double *r, int64_t n) { for (int64_t i = 0; i < n; i++) r[i] = a[i]; }
+VECTOR_KERNEL static void narrow_f64(const double *a, float *r, int64_t n) { for (int64_t i = 0; i < n; i++) r[i] = (float)a[i]; }
+static int convert_run(const cs_elementwise_plan *p, const int64_t off[3], const int64_t s[3], int64_t n)
+{
+    if (s[0] != 1 || s[1] != 1) return 0;
+    if (p->dtype[0] == CS_FLOAT64 && p->dtype[1] == CS_FLOAT32)
+        widen_f32((const float *)p->ptr[1] + off[1], (double *)p->ptr[0] + off[0], n);
+    else if (p->dtype[0] == CS_FLOAT32 && p->dtype[1] == CS_FLOAT64)
+        narrow_f64((const double *)p->ptr[1] + off[1], (float *)p->ptr[0] + off[0], n);
+    else
+        return 0;
+    return 1;
+}
+
 /* A contiguous run of a fill: the value's bytes stored by the C library's memset and wmemset (the
  * widest stores the CPU has) when they repeat in bytes or in 4-byte words; else 0. */
 static int fill_run(const cs_elementwise_plan *p, int64_t off, int64_t n)
@@ -228,6 +244,7 @@ static void ew_run(const cs_elementwise_plan *p, const int64_t off[3], const int
     union { double d[RUN]; int64_t i[RUN]; } a, b;
     if (p->op < CS_EW_FILL && ew_fused(p, off, s, n)) return;
     if (p->op == CS_EW_FILL && s[0] == 1 && fill_run(p, off[0], n)) return;
+    if (p->op == CS_EW_COPY && convert_run(p, off, s, n)) return;
     for (int64_t k = 0; k < n; k += RUN) {
         const int64_t m = n - k < RUN ? n - k : RUN;
         const int64_t o0 = off[0] + k * s[0], o1 = off[1] + k * s[1], o2 = off[2] + k * s[2];

@@ -1,10 +1,12 @@
--- Comparisons of float tensors on the CPU (src/cpu/ops.c): float32 compares in float32, eight a
--- vector; against a number, with the float next to it that keeps every answer (f32_threshold), the
--- number first through the mirrored op. Every element is checked against plain Lua comparing the
--- same values in double precision, read from the tensors' memory: numbers between floats, beyond
--- float32's range, subnormal, signed zeros, infinities and NaN, inputs at their float neighbours;
--- odd sizes, unaligned starts, narrowed, stride-2 and transposed inputs; outputs poisoned first
--- where the op takes one (the C entry point with the number first).
+-- The CPU's one-loop element-wise paths (src/cpu/ops.c). Comparisons of float tensors: float32
+-- compares in float32, eight a vector; against a number, with the float next to it that keeps
+-- every answer (f32_threshold), the number first through the mirrored op. float32 <-> float64
+-- copies (x:to, y:copy(x)): one conversion loop. Every element is checked against plain Lua in
+-- double precision reading the tensors' memory (bit for bit: NaN as NaN, -0.0 as -0.0): numbers
+-- between floats, beyond float32's range, subnormal, signed zeros, infinities and NaN, inputs at
+-- their float neighbours; odd sizes (several chunks of a thread), 2^24 elements, unaligned starts, narrowed, stride-2 and
+-- transposed inputs; outputs poisoned first where the op takes one (copies into views, the C entry
+-- point with the number first).
 local cs = require("cuscan")
 local ffi = require("ffi")
 local H = require("spec.helpers")
@@ -12,6 +14,7 @@ local core = require("cuscan.core")
 require("cuscan.assertions")
 
 local CTYPE = { float32 = "float *", float64 = "double *", bool = "uint8_t *" }
+local SIZE = { float32 = 4, float64 = 8, bool = 1 }
 
 -- get(i): element i (0-based, in row-major order over t's shape) of a 1-d or 2-d t, from its memory
 local function reader(t)
@@ -34,7 +37,7 @@ local CHECK = [[
 local ref, a, b, get, n = ...
 for i = 0, n - 1 do
   local want, got = ref(a(i), b and b(i)), get(i)
-  if got ~= want then return i, got, want end
+  if not (got == want and 1 / got == 1 / want) and not (got ~= got and want ~= want) then return i, got, want end
 end
 ]]
 local function check_all(y, ref, a, b, what)
@@ -123,7 +126,7 @@ describe("comparisons of float tensors on the CPU", function()
     H.with_rng("cpu compare views", function(rng)
       for _, dtype in ipairs({ "float32", "float64" }) do
         for _, how in ipairs({ "flat", "unaligned", "stride 2", "narrowed", "transposed" }) do
-          for _, n in ipairs({ 7, 1003, 100003 }) do
+          for _, n in ipairs({ 7, 1003, 40009 }) do
             local x = view(rng, n, dtype, how)
             local b = x:clone()
             b:narrow(1, 1, 1):fill(0.25) -- equal elements elsewhere, a different first row
@@ -139,11 +142,43 @@ describe("comparisons of float tensors on the CPU", function()
       end
     end)
   end)
+end)
 
-  it("of 2^24 float32 elements match plain Lua", function()
-    H.with_rng("cpu compare large", function(rng)
-      local x = cs.rand({ 4096, 4096 }, { seed = rng:next(), device = "cpu" })
-      check_all(x:lt(0.5), function(a) return a < 0.5 and 1 or 0 end, reader(x), nil, "lt 0.5")
+describe("float32 <-> float64 copies on the CPU", function()
+  local PAIRS = { { "float32", "float64", function(a) return a end }, { "float64", "float32", H.f32 } }
+
+  it("convert every element as C does, of odd sizes, 2^24 elements and views", function()
+    H.with_rng("cpu convert", function(rng)
+      for _, pair in ipairs(PAIRS) do
+        for _, how in ipairs({ "flat", "unaligned", "stride 2", "narrowed", "transposed" }) do
+          for _, n in ipairs(how == "flat" and { 1, 7, 1000003 } or { 7, 100003 }) do
+            local x = view(rng, n, pair[1], how)
+            if pair[1] == "float64" then x = x * 1e-30 * 1e-9 + x * 3 end -- subnormal float32 results too
+            check_all(x:to(pair[2]), pair[3], reader(x), nil, ("%s -> %s %s, %d"):format(pair[1], pair[2], how, n))
+          end
+        end
+        local shape = pair[1] == "float32" and { 4096, 4096 } or { 1024, 4096 }
+        local big = cs.rand(shape, { seed = rng:next(), device = "cpu" }):to(pair[1]) * 3 - 1
+        check_all(big:to(pair[2]), pair[3], reader(big), nil, pair[1] .. " large")
+      end
+    end)
+  end)
+
+  it("into poisoned views that start off any alignment", function()
+    H.with_rng("cpu convert into views", function(rng)
+      for _, pair in ipairs(PAIRS) do
+        for _, n in ipairs({ 5, 1003, 100003 }) do
+          local x = tensor(rng, n, pair[1])
+          local y = cs.empty({ n + 3 }, { dtype = pair[2], device = "cpu" })
+          ffi.fill(y:data_ptr(), (n + 3) * SIZE[pair[2]], 0x7f)
+          local v = y:narrow(1, 2, n)
+          v:copy(x)
+          check_all(v, pair[3], reader(x), nil, ("%s -> %s into a view, %d"):format(pair[1], pair[2], n))
+          local bytes = ffi.cast("uint8_t *", y:data_ptr())
+          assert.equal(0x7f, bytes[0]) -- the elements around it untouched
+          assert.equal(0x7f, bytes[(n + 1) * SIZE[pair[2]]])
+        end
+      end
     end)
   end)
 end)
