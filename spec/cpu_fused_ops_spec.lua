@@ -102,21 +102,33 @@ local function with_number(x, s, name, first)
   return y
 end
 
+local VIEWS = { "flat", "unaligned", "stride 2", "narrowed", "transposed" }
+
+-- every combination of one value from each list, as a list of tables
+local function product(lists, i, head, out)
+  i, head, out = i or 1, head or {}, out or {}
+  if i > #lists then
+    out[#out + 1] = { unpack(head) }
+    return out
+  end
+  for _, v in ipairs(lists[i]) do
+    head[i] = v
+    product(lists, i + 1, head, out)
+  end
+  return out
+end
+
 describe("comparisons of float tensors on the CPU", function()
   it("with numbers between, beyond and on float32 values, either side, match plain Lua", function()
     H.with_rng("cpu compare numbers", function(rng)
-      for _, dtype in ipairs({ "float32", "float64" }) do
-        for _, n in ipairs({ 1, 7, 1003 }) do
-          local x = tensor(rng, n, dtype)
-          for _, s in ipairs(NUMBERS) do
-            for _, name in ipairs(NAMES) do
-              local cmp = CMP[name]
-              check_all(x[name](x, s), function(a) return cmp(a, s) end, reader(x), nil,
-                        ("%s %s %s, %d"):format(dtype, name, tostring(s), n))
-              check_all(with_number(x, s, name, true), function(a) return cmp(s, a) end, reader(x), nil,
-                        ("%s %s %s first, %d"):format(dtype, name, tostring(s), n))
-            end
-          end
+      for _, c in ipairs(product({ { "float32", "float64" }, { 1, 7, 1003 } })) do
+        local dtype, n = c[1], c[2]
+        local x = tensor(rng, n, dtype)
+        for _, sc in ipairs(product({ NUMBERS, NAMES })) do
+          local s, name = sc[1], sc[2]
+          local cmp, what = CMP[name], ("%s %s %s, %d"):format(dtype, name, tostring(s), n)
+          check_all(x[name](x, s), function(a) return cmp(a, s) end, reader(x), nil, what)
+          check_all(with_number(x, s, name, true), function(a) return cmp(s, a) end, reader(x), nil, what .. " first")
         end
       end
     end)
@@ -124,20 +136,17 @@ describe("comparisons of float tensors on the CPU", function()
 
   it("of two tensors and of views match plain Lua", function()
     H.with_rng("cpu compare views", function(rng)
-      for _, dtype in ipairs({ "float32", "float64" }) do
-        for _, how in ipairs({ "flat", "unaligned", "stride 2", "narrowed", "transposed" }) do
-          for _, n in ipairs({ 7, 1003, 40009 }) do
-            local x = view(rng, n, dtype, how)
-            local b = x:clone()
-            b:narrow(1, 1, 1):fill(0.25) -- equal elements elsewhere, a different first row
-            local other = view(rng, n, dtype, how)
-            for _, name in ipairs(NAMES) do
-              local what = ("%s %s %s, %d"):format(dtype, how, name, n)
-              check_all(x[name](x, b), CMP[name], reader(x), reader(b), what .. " (equal)")
-              check_all(x[name](x, other), CMP[name], reader(x), reader(other), what)
-              check_all(x[name](x, 0.1), function(a) return CMP[name](a, 0.1) end, reader(x), nil, what .. " 0.1")
-            end
-          end
+      for _, c in ipairs(product({ { "float32", "float64" }, VIEWS, { 7, 1003, 40009 } })) do
+        local dtype, how, n = c[1], c[2], c[3]
+        local x = view(rng, n, dtype, how)
+        local b = x:clone()
+        b:narrow(1, 1, 1):fill(0.25) -- equal elements elsewhere, a different first row
+        local other = view(rng, n, dtype, how)
+        for _, name in ipairs(NAMES) do
+          local what = ("%s %s %s, %d"):format(dtype, how, name, n)
+          check_all(x[name](x, b), CMP[name], reader(x), reader(b), what .. " (equal)")
+          check_all(x[name](x, other), CMP[name], reader(x), reader(other), what)
+          check_all(x[name](x, 0.1), function(a) return CMP[name](a, 0.1) end, reader(x), nil, what .. " 0.1")
         end
       end
     end)
@@ -149,14 +158,15 @@ describe("float32 <-> float64 copies on the CPU", function()
 
   it("convert every element as C does, of odd sizes, 2^24 elements and views", function()
     H.with_rng("cpu convert", function(rng)
-      for _, pair in ipairs(PAIRS) do
-        for _, how in ipairs({ "flat", "unaligned", "stride 2", "narrowed", "transposed" }) do
-          for _, n in ipairs(how == "flat" and { 1, 7, 1000003 } or { 7, 100003 }) do
-            local x = view(rng, n, pair[1], how)
-            if pair[1] == "float64" then x = x * 1e-30 * 1e-9 + x * 3 end -- subnormal float32 results too
-            check_all(x:to(pair[2]), pair[3], reader(x), nil, ("%s -> %s %s, %d"):format(pair[1], pair[2], how, n))
-          end
+      for _, c in ipairs(product({ PAIRS, VIEWS })) do
+        local pair, how = c[1], c[2]
+        for _, n in ipairs(how == "flat" and { 1, 7, 1000003 } or { 7, 100003 }) do
+          local x = view(rng, n, pair[1], how)
+          if pair[1] == "float64" then x = x * 1e-30 * 1e-9 + x * 3 end -- subnormal float32 results too
+          check_all(x:to(pair[2]), pair[3], reader(x), nil, ("%s -> %s %s, %d"):format(pair[1], pair[2], how, n))
         end
+      end
+      for _, pair in ipairs(PAIRS) do
         local shape = pair[1] == "float32" and { 4096, 4096 } or { 1024, 4096 }
         local big = cs.rand(shape, { seed = rng:next(), device = "cpu" }):to(pair[1]) * 3 - 1
         check_all(big:to(pair[2]), pair[3], reader(big), nil, pair[1] .. " large")
@@ -166,18 +176,17 @@ describe("float32 <-> float64 copies on the CPU", function()
 
   it("into poisoned views that start off any alignment", function()
     H.with_rng("cpu convert into views", function(rng)
-      for _, pair in ipairs(PAIRS) do
-        for _, n in ipairs({ 5, 1003, 100003 }) do
-          local x = tensor(rng, n, pair[1])
-          local y = cs.empty({ n + 3 }, { dtype = pair[2], device = "cpu" })
-          ffi.fill(y:data_ptr(), (n + 3) * SIZE[pair[2]], 0x7f)
-          local v = y:narrow(1, 2, n)
-          v:copy(x)
-          check_all(v, pair[3], reader(x), nil, ("%s -> %s into a view, %d"):format(pair[1], pair[2], n))
-          local bytes = ffi.cast("uint8_t *", y:data_ptr())
-          assert.equal(0x7f, bytes[0]) -- the elements around it untouched
-          assert.equal(0x7f, bytes[(n + 1) * SIZE[pair[2]]])
-        end
+      for _, c in ipairs(product({ PAIRS, { 5, 1003, 100003 } })) do
+        local pair, n = c[1], c[2]
+        local x = tensor(rng, n, pair[1])
+        local y = cs.empty({ n + 3 }, { dtype = pair[2], device = "cpu" })
+        ffi.fill(y:data_ptr(), (n + 3) * SIZE[pair[2]], 0x7f)
+        local v = y:narrow(1, 2, n)
+        v:copy(x)
+        check_all(v, pair[3], reader(x), nil, ("%s -> %s into a view, %d"):format(pair[1], pair[2], n))
+        local bytes = ffi.cast("uint8_t *", y:data_ptr())
+        assert.equal(0x7f, bytes[0]) -- the elements around it untouched
+        assert.equal(0x7f, bytes[(n + 1) * SIZE[pair[2]]])
       end
     end)
   end)
