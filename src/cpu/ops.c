@@ -123,24 +123,40 @@ VECTOR_KERNEL static void binary_int(int op, const int64_t *a, const int64_t *b,
 DEFINE_FUSED(float)
 DEFINE_FUSED(double)
 
-/* comparisons of one float dtype into bool, the same modes */
-#define PREDICATE_CASE(OP)                                                                         \
+/* comparisons of one float dtype into bool: a op b, or a op s (b NULL); in the dtype itself, so
+ * that float32 compares eight a vector */
+#define PREDICATE_CASE(OP, CMP)                                                                    \
     case OP:                                                                                       \
-        if (mode == 0) for (int64_t i = 0; i < n; i++) r[i] = cs_binary_double(OP, a[i], b[i]) != 0.0; \
-        else if (mode == 1) for (int64_t i = 0; i < n; i++) r[i] = cs_binary_double(OP, a[i], s) != 0.0; \
-        else for (int64_t i = 0; i < n; i++) r[i] = cs_binary_double(OP, s, a[i]) != 0.0;         \
+        if (b) for (int64_t i = 0; i < n; i++) r[i] = a[i] CMP b[i];                               \
+        else for (int64_t i = 0; i < n; i++) r[i] = a[i] CMP s;                                    \
         break;
 #define DEFINE_PREDICATE(T)                                                                        \
-    VECTOR_KERNEL static void fused_predicate_##T(int op, const T *a, const T *b, double s, int mode, uint8_t *r, \
-                                                  int64_t n)                                       \
+    VECTOR_KERNEL static void fused_predicate_##T(int op, const T *a, const T *b, T s, uint8_t *r, int64_t n) \
     {                                                                                              \
         switch (op) {                                                                              \
-            PREDICATE_CASE(CS_LT) PREDICATE_CASE(CS_LE) PREDICATE_CASE(CS_GT) PREDICATE_CASE(CS_GE)  \
-            PREDICATE_CASE(CS_EQ) PREDICATE_CASE(CS_NE)                                            \
+            PREDICATE_CASE(CS_LT, <) PREDICATE_CASE(CS_LE, <=) PREDICATE_CASE(CS_GT, >)              \
+            PREDICATE_CASE(CS_GE, >=) PREDICATE_CASE(CS_EQ, ==) PREDICATE_CASE(CS_NE, !=)           \
         }                                                                                          \
     }
 DEFINE_PREDICATE(float)
 DEFINE_PREDICATE(double)
+
+/* s op a as a op' s */
+static int swapped(int op)
+{
+    return op == CS_LT ? CS_GT : op == CS_GT ? CS_LT : op == CS_LE ? CS_GE : op == CS_GE ? CS_LE : op;
+}
+
+/* a op s for every float32 a and a double s, as a op t for the float t next to s on the side that
+ * keeps each answer: no float lies strictly between s and t. == and != take s itself when a float
+ * equals it, else NaN (never equal, always unequal), as a NaN s takes NaN for every op. */
+static float f32_threshold(int op, double s)
+{
+    const float f = (float)s;
+    if (op == CS_LT || op == CS_GE) return (double)f < s ? nextafterf(f, INFINITY) : f;
+    if (op == CS_LE || op == CS_GT) return (double)f > s ? nextafterf(f, -INFINITY) : f;
+    return (double)f == s ? f : NAN;
+}
 
 /* a comparison of float tensors of one dtype (or one and a number) into bool: done when it is */
 static int ew_fused_predicate(const cs_elementwise_plan *p, const int64_t off[3], const int64_t s[3], int64_t n)
@@ -150,13 +166,14 @@ static int ew_fused_predicate(const cs_elementwise_plan *p, const int64_t off[3]
         !cs_dtype_is_float(p->compute) || s[0] != 1 || s[1] != 1 || p->nin == 0)
         return 0;
     if (!p->has_scalar && (p->dtype[2] != d || s[2] != 1)) return 0;
-    const int mode = p->has_scalar ? (p->scalar_first ? 2 : 1) : 0;
+    const int op = p->has_scalar && p->scalar_first ? swapped(p->op) : p->op;
     uint8_t *r = (uint8_t *)p->ptr[0] + off[0];
-    const char *b = mode ? NULL : (const char *)p->ptr[2] + off[2] * (int64_t)cs_dtype_size(d);
+    const char *b = p->has_scalar ? NULL : (const char *)p->ptr[2] + off[2] * (int64_t)cs_dtype_size(d);
     if (d == CS_FLOAT32)
-        fused_predicate_float(p->op, (const float *)p->ptr[1] + off[1], (const float *)b, p->scalar, mode, r, n);
+        fused_predicate_float(op, (const float *)p->ptr[1] + off[1], (const float *)b,
+                              p->has_scalar ? f32_threshold(op, p->scalar) : 0.0f, r, n);
     else
-        fused_predicate_double(p->op, (const double *)p->ptr[1] + off[1], (const double *)b, p->scalar, mode, r, n);
+        fused_predicate_double(op, (const double *)p->ptr[1] + off[1], (const double *)b, p->scalar, r, n);
     return 1;
 }
 
@@ -187,6 +204,22 @@ static int ew_fused(const cs_elementwise_plan *p, const int64_t off[3], const in
     return 1;
 }
 
+/* float32 <-> float64 copies of unit strides in one loop (a conversion a vector), as store_double
+ * would round them; else 0 */
+VECTOR_KERNEL static void widen_f32(const float *a, double *r, int64_t n) { for (int64_t i = 0; i < n; i++) r[i] = a[i]; }
+VECTOR_KERNEL static void narrow_f64(const double *a, float *r, int64_t n) { for (int64_t i = 0; i < n; i++) r[i] = (float)a[i]; }
+static int convert_run(const cs_elementwise_plan *p, const int64_t off[3], const int64_t s[3], int64_t n)
+{
+    if (s[0] != 1 || s[1] != 1) return 0;
+    if (p->dtype[0] == CS_FLOAT64 && p->dtype[1] == CS_FLOAT32)
+        widen_f32((const float *)p->ptr[1] + off[1], (double *)p->ptr[0] + off[0], n);
+    else if (p->dtype[0] == CS_FLOAT32 && p->dtype[1] == CS_FLOAT64)
+        narrow_f64((const double *)p->ptr[1] + off[1], (float *)p->ptr[0] + off[0], n);
+    else
+        return 0;
+    return 1;
+}
+
 /* A contiguous run of a fill: the value's bytes stored by the C library's memset and wmemset (the
  * widest stores the CPU has) when they repeat in bytes or in 4-byte words; else 0. */
 static int fill_run(const cs_elementwise_plan *p, int64_t off, int64_t n)
@@ -211,6 +244,7 @@ static void ew_run(const cs_elementwise_plan *p, const int64_t off[3], const int
     union { double d[RUN]; int64_t i[RUN]; } a, b;
     if (p->op < CS_EW_FILL && ew_fused(p, off, s, n)) return;
     if (p->op == CS_EW_FILL && s[0] == 1 && fill_run(p, off[0], n)) return;
+    if (p->op == CS_EW_COPY && convert_run(p, off, s, n)) return;
     for (int64_t k = 0; k < n; k += RUN) {
         const int64_t m = n - k < RUN ? n - k : RUN;
         const int64_t o0 = off[0] + k * s[0], o1 = off[1] + k * s[1], o2 = off[2] + k * s[2];
