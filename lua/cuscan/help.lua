@@ -185,7 +185,9 @@ local ENTRIES = {
       device, the kernel family and mode, the layout {outer, len, inner}, tile and grid. opts are
       the op's, plus op = "cumsum" (the default), "cumprod", "cummax", "cummin" or
       "logcumsumexp"; for cummax and cummin without out, the plan writes values and indices.
-      CUSCAN_LOG=plan prints the same line for every scan as it runs.]],
+      Lines of one element scanned unmasked and inclusive by cumsum, cumprod or logcumsumexp are
+      a copy ("copy: ..."): each element is its own scan. CUSCAN_LOG=plan prints the same line for
+      every scan as it runs.]],
     [[As for the op's scan; an unknown op.]] },
   { "Scans", { "cs.force_family" }, "cs.force_family(name)",
     [[For tests and diagnosis: CUDA scans use the named kernel family (and mode) wherever it can
