@@ -372,22 +372,30 @@ struct ColumnUnitScan {
         if constexpr (FLAGGED) {
             if (!(lse.plain && lse_store(a, pl, r, lse, b, line_start))) store_flagged(a, op, pl, r, b, line_start);
         } else {
-            const int64_t step_y = S::REVERSE ? -a.so : a.so;
-            OutT *py = static_cast<OutT *>(a.out) + pl.ooff;
+            store_rows(a, pl, [&](int i, int j) {
+                const AccT nb = op(b[j], to_acc<AccT>(r.v[i].v[j]));
+                const OutT o = to_out<OutT>(a.exclusive ? (i == 0 && line_start ? Op::zero() : b[j]) : nb);
+                b[j] = nb;
+                return o;
+            });
+        }
+    }
+
+    // This thread's rows of output, in scan order: out(i, j) gives row i, column j.
+    template <typename F>
+    __device__ __forceinline__ static void store_rows(const ColumnsArgs &a, const Place &pl, F &&out)
+    {
+        const int64_t step_y = S::REVERSE ? -a.so : a.so;
+        OutT *py = static_cast<OutT *>(a.out) + pl.ooff;
 #pragma unroll
-            for (int i = 0; i < MAX_ROWS; i++) {
-                if (i >= pl.nrows) break;
-                Vec<OutT, CV> ov;
+        for (int i = 0; i < MAX_ROWS; i++) {
+            if (i >= pl.nrows) break;
+            Vec<OutT, CV> ov;
 #pragma unroll
-                for (int j = 0; j < CV; j++) {
-                    const AccT nb = op(b[j], to_acc<AccT>(r.v[i].v[j]));
-                    ov.v[j] = to_out<OutT>(a.exclusive ? (i == 0 && line_start ? Op::zero() : b[j]) : nb);
-                    b[j] = nb;
-                }
-                if constexpr (CV > 1) store_vec<OutT, CV>(py, ov);
-                else *py = ov.v[0];
-                py += step_y;
-            }
+            for (int j = 0; j < CV; j++) ov.v[j] = out(i, j);
+            if constexpr (CV > 1) store_vec<OutT, CV>(py, ov);
+            else *py = ov.v[0];
+            py += step_y;
         }
     }
 
@@ -460,24 +468,13 @@ struct ColumnUnitScan {
             if (!ok) return false;
 #pragma unroll
             for (int j = 0; j < CV; j++) P[j] = lse_carry_in_scale(b[j].v, R[j]);
-            const int64_t step_y = S::REVERSE ? -a.so : a.so;
-            OutT *py = static_cast<OutT *>(a.out) + pl.ooff;
-#pragma unroll
-            for (int i = 0; i < MAX_ROWS; i++) {
-                if (i >= pl.nrows) break;
-                Vec<OutT, CV> ov;
-#pragma unroll
-                for (int j = 0; j < CV; j++) {
-                    const double t = (r.keep >> (i * CV + j)) & 1 ? lse_exp_rel(to_acc<double>(r.v[i].v[j]) - R[j]) : 0.0;
-                    const double after = P[j] + t;
-                    const double o = a.exclusive ? (i == 0 && line_start ? 0.0 : P[j]) : after;
-                    ov.v[j] = to_out<OutT>(lse_plain_value(R[j], o));
-                    P[j] = after;
-                }
-                if constexpr (CV > 1) store_vec<OutT, CV>(py, ov);
-                else *py = ov.v[0];
-                py += step_y;
-            }
+            store_rows(a, pl, [&](int i, int j) {
+                const double t = (r.keep >> (i * CV + j)) & 1 ? lse_exp_rel(to_acc<double>(r.v[i].v[j]) - R[j]) : 0.0;
+                const double after = P[j] + t;
+                const double o = a.exclusive ? (i == 0 && line_start ? 0.0 : P[j]) : after;
+                P[j] = after;
+                return to_out<OutT>(lse_plain_value(R[j], o));
+            });
             return true;
         }
         return false;

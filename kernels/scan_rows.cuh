@@ -632,6 +632,24 @@ struct RowTileScan {
         carry = op(carry, total);
     }
 
+    // A tile's prefix (with_carry: a block walking its line; else its initial value or nothing) and
+    // the carry after it, once the warp totals are in shared memory. The tile total joins the carry
+    // in the same order the look-back chain uses.
+    __device__ __forceinline__ static void tile_prefix(const RowsArgs &a, const RowSpan &sp, const Shared &sh,
+                                                       bool with_carry, AccT carry_in, AccT &prefix, AccT &carry_out)
+    {
+        const Op op(a.op);
+        prefix = carry_out = op.identity();
+        if (with_carry) {
+            AccT tile_total = sh.warp_total[0];
+            for (int w = 1; w < WARPS; w++) tile_total = op(tile_total, sh.warp_total[w]);
+            prefix = carry_in;
+            carry_out = op(carry_in, tile_total);
+        } else if (a.initial) {
+            prefix = line_start_state<S>(a, sp.line);
+        }
+    }
+
     // logcumsumexp tiles of whole warps (one-tile and whole-lines kernels): the warp totals from the
     // chunk totals, then each warp's chunks in order from its prefix. Same contract as scan_and_store.
     __device__ __forceinline__ static AccT lse_scan_and_store(const RowsArgs &a, int64_t unit, const Regs &r,
@@ -645,15 +663,8 @@ struct RowTileScan {
         for (int k = 0; k < K; k++) total = op(total, chunk_total(op, a, sp, k, r.v[k], r.fl[k]));
         if (lane == 0) sh.warp_total[warp] = total;
         __syncthreads();
-        AccT prefix = op.identity(), carry_out = op.identity();
-        if (with_carry) {
-            AccT tile_total = sh.warp_total[0];
-            for (int w = 1; w < WARPS; w++) tile_total = op(tile_total, sh.warp_total[w]);
-            prefix = carry_in;
-            carry_out = op(carry_in, tile_total);
-        } else if (a.initial) {
-            prefix = line_start_state<S>(a, sp.line);
-        }
+        AccT prefix, carry_out;
+        tile_prefix(a, sp, sh, with_carry, carry_in, prefix, carry_out);
         AccT carry = prefix;
         for (int w = 0; w < warp; w++) carry = op(carry, sh.warp_total[w]);
 #pragma unroll
@@ -748,17 +759,7 @@ struct RowTileScan {
         }
         AccT prefix = op.identity();
         AccT carry_out = op.identity();
-        if constexpr (!SEG) {
-            if (with_carry) {
-                // the tile total joins the carry in the same order the look-back chain uses
-                AccT tile_total = sh.warp_total[0];
-                for (int w = 1; w < WARPS; w++) tile_total = op(tile_total, sh.warp_total[w]);
-                prefix = carry_in;
-                carry_out = op(carry_in, tile_total);
-            } else if (a.initial) {
-                prefix = line_start_state<S>(a, sp.line);
-            }
-        }
+        if constexpr (!SEG) tile_prefix(a, sp, sh, with_carry, carry_in, prefix, carry_out);
 
 #pragma unroll
         for (int k = 0; k < K; k++) {
