@@ -349,9 +349,9 @@ static const cs_scan_args no_args;
  * element, rounded once to out's dtype (log(exp(x)) is x for every x, infinities and NaN
  * included), so an unmasked scan of such lines is a copy, at the copy's speed. Not when a family
  * is forced (the specs run the kernels on such lines too). */
-static int one_element_copy(const cs_scan_plan *p, const cs_scan_args *args)
+static int one_element_copy(const cs_scan_plan *p)
 {
-    return p->len == 1 && !p->exclusive && !args->mask && !args->reset && !args->initial && !p->force &&
+    return p->len == 1 && !p->exclusive && !p->mask && !p->reset && !p->initial && !p->force &&
            (p->op == CS_SCAN_SUM || p->op == CS_SCAN_PROD || p->op == CS_SCAN_LOGSUMEXP);
 }
 
@@ -368,12 +368,11 @@ static cs_status explain_copy(const cs_scan_plan *p, const cs_tensor *x)
 
 cs_status cs_scan_with(cs_tensor *out, const cs_tensor *x, int dim, cs_scan_op op, const cs_scan_args *args)
 {
-    if (!args) args = &no_args;
     cs_scan_plan p;
-    cs_status st = plan_scan(&p, out, x, dim, op, args);
+    cs_status st = plan_scan(&p, out, x, dim, op, args ? args : &no_args);
     if (st) return st;
     if (cs_tensor_numel(x) == 0) return CS_OK;
-    if (one_element_copy(&p, args)) {
+    if (one_element_copy(&p)) {
         explain_copy(&p, x);
         return cs_copy(out, x);
     }
@@ -430,7 +429,7 @@ cs_status cs_scan_explain_with(char *buf, size_t n, const cs_tensor *x, int dim,
     p.explain = buf;
     p.explain_len = n;
     p.log = 0;
-    if (one_element_copy(&p, &a)) return explain_copy(&p, x);
+    if (one_element_copy(&p)) return explain_copy(&p, x);
     return run_plan(&p, x);
 }
 
