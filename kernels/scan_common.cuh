@@ -168,6 +168,25 @@ __device__ __forceinline__ void store_vec(T *p, const Vec<T, N> &v)
     }
 }
 
+// 16 bytes from global memory straight into shared memory (cp.async, Ampere and later): the copy
+// holds no register while it flies, so a tile's loads are all in flight however large the tile.
+// Visible to the issuing thread after cp_async_wait_all, to the block after a barrier as well.
+__device__ __forceinline__ void cp_async16(void *smem, const void *gmem)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned dst = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(gmem) : "memory");
+#else
+    *static_cast<int4 *>(smem) = *static_cast<const int4 *>(gmem);
+#endif
+}
+__device__ __forceinline__ void cp_async_wait_all()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
+}
+
 // Cache hints for loads: PLAIN as the compiler likes; L1 (ld.global.ca) allocates in L1, for data
 // the same block reads again soon; LAST (ld.global.lu) marks the last read, so the lines go first.
 enum LoadHint { kPlain, kL1, kLast };

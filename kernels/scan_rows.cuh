@@ -613,11 +613,13 @@ struct RowTileScan {
     __device__ __forceinline__ static AccT chunk_total(const Op &op, const RowsArgs &a, const RowSpan &sp, int k,
                                                        const InT (&v)[VEC], unsigned fl)
     {
-        AccT total;
-        if constexpr (kLse)
+        if constexpr (kLse) {
+            AccT total;
             if (lse_chunk_total(v, fl, total)) return total;
-        warp_exclusive(op, lane_total(op, a, sp, k, v, fl), total);
-        return total;
+        }
+        // a reduce, not a scan: no prefix is wanted here (lanes in order, so an op need not commute)
+        typename cub::WarpReduce<AccT>::TempStorage unused;
+        return cub::WarpReduce<AccT>(unused).Reduce(lane_total(op, a, sp, k, v, fl), op);
     }
     template <bool STREAM = false>
     __device__ __forceinline__ static void scan_chunk(const Op &op, const RowsArgs &a, const RowSpan &sp, int k,

@@ -167,9 +167,58 @@ struct SlabScan {
     // unrolled loop over at most NV of them), so they are in flight together.
     static constexpr int NV = (TILE + 2 * VIN) / (THREADS * VIN) + 1;
 
+    // An input of the output's own type goes to the stage by asynchronous copies (cp_async16): no
+    // register holds a vector in flight, so a masked tile keeps all its loads in flight too (only
+    // the mask's few bytes a vector wait in registers), and masked-out elements are zeroed in the
+    // stage by the thread that copied them.
+    static constexpr bool ASYNC_STAGE = !FLAGGED && std::is_same_v<InT, OutT> && sizeof(InT) * VIN == 16;
+
+    template <typename At>
+    __device__ __forceinline__ static void load_vectors_async(const SlabArgs &a, int nv, At &&at, Shared &sh)
+    {
+        const InT *x = static_cast<const InT *>(a.x);
+        Vec<unsigned char, VIN> mv[S::MASKED ? NV : 1];
+        bool full[NV];
+#pragma unroll
+        for (int k = 0; k < NV; k++) {
+            const int i = threadIdx.x + k * THREADS;
+            const int64_t g = at(i);
+            full[k] = i < nv && g + VIN <= a.total;
+            if (full[k]) {
+                cp_async16(sh.stage + i * VIN, x + g);
+                if constexpr (S::MASKED) mv[k] = load_vec<unsigned char, VIN>(a.mask + g);
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < NV; k++) {
+            const int i = threadIdx.x + k * THREADS;
+            if (!full[k] && i < nv) {
+                // a vector past the stream's end goes element by element (the rest belongs to nobody)
+                const int64_t g = at(i);
+                for (int j = 0; j < VIN && g + j < a.total; j++)
+                    sh.stage[i * VIN + j] = staged(x[g + j], !S::MASKED || a.mask[g + j]);
+            }
+        }
+        cp_async_wait_all();
+        if constexpr (S::MASKED) {
+#pragma unroll
+            for (int k = 0; k < NV; k++) {
+                OutT *dst = sh.stage + (threadIdx.x + k * THREADS) * VIN;
+                if (full[k])
+#pragma unroll
+                    for (int j = 0; j < VIN; j++)
+                        if (!mv[k].v[j]) dst[j] = staged(dst[j], false);
+            }
+        }
+    }
+
     template <typename At>
     __device__ __forceinline__ static void load_vectors(const SlabArgs &a, int nv, At &&at, Shared &sh)
     {
+        if constexpr (ASYNC_STAGE) {
+            load_vectors_async(a, nv, at, sh);
+            return;
+        }
         const InT *x = static_cast<const InT *>(a.x);
         Vec<InT, VIN> xv[NV];
         Vec<unsigned char, VIN> mv[NV], rv[FLAGGED ? NV : 1];
