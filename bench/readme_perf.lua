@@ -24,8 +24,12 @@ local bench, grid
 for _, b in ipairs(blocks) do
   -- README's table is a GPU's; the CPU's tables stay in RESULTS.md
   if b:match("^cuscan [%d.]+ bench on ") and not b:match("^cuscan [%d.]+ bench on CPU") then bench = b end
-  -- (the cumsum grid: the other operators' grids are RESULTS.md's alone)
-  if b:match("^cuscan [%d.]+ shape grid on [^\n]*cumsum along L") then grid = b end
+  -- (the whole float32 / float64 cumsum grid: the other operators' grids, and grids of some of
+  -- the tables, are RESULTS.md's alone)
+  if b:match("^cuscan [%d.]+ shape grid on [^\n]*cumsum along L") and b:find("\ncuscan, float32 (", 1, true)
+     and b:find("\ncuscan, float64, masked (", 1, true) then
+    grid = b
+  end
 end
 assert(bench and grid, "readme_perf: no bench table or shape grid in " .. results_path)
 
