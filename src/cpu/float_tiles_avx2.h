@@ -71,13 +71,28 @@ AVX2_INLINE void store8d_bf16(uint16_t *p, __m256d a, __m256d b, const int STREA
     store_halves(p, _mm_packus_epi32(lo, hi), STREAM);
 }
 
+/* Streaming stores of part of a 64-byte line whose rest follows later (the half types' 16 bytes a
+ * line of a block) leave the line to go out piecemeal, which on Zen 3 makes the walk far slower
+ * than plain stores would: the half types' kernels gather whole lines in a buffer and stream those.
+ * One line of 32 halves from buf to y (64-byte aligned); rows: 8 lines, 32 halves apart in buf. */
+AVX2_INLINE void stream_line(uint16_t *y, const uint16_t *buf)
+{
+    _mm256_stream_si256((__m256i *)(void *)y, _mm256_load_si256((const __m256i *)(const void *)buf));
+    _mm256_stream_si256((__m256i *)(void *)(y + 16), _mm256_load_si256((const __m256i *)(const void *)(buf + 16)));
+}
+
+AVX2_INLINE void stream_lines(uint16_t *y, int64_t yl, const uint16_t *buf)
+{
+    for (int l = 0; l < 8; l++) stream_line(y + l * yl, buf + 32 * l);
+}
+
 /* Columns on AVX2: lines [l0, l1) (a multiple of 8 of them) over every step, their accumulators in
  * acc[]; up to 4 steps a pass, so that an accumulator is loaded and stored once for them. A pass
  * loads its steps before it stores any: the next step's row may lie a multiple of 4 KiB from the
  * row just stored (x and out laid out alike, both starting on a page), and a load that follows such
  * a store waits for it. */
 #define COLS_AVX2(IO)                                                                               \
-    AVX2_INLINE void cols_pass_avx2##IO(const elem##IO *x, const unsigned char *m, elem##IO *y, int64_t xs, \
+    AVX2_INLINE void cols_pass_avx2##IO(const elem##IO *x, const unsigned char *m, elem##IO *yk, int64_t xs, \
                                         int64_t ms, int64_t ys, int64_t l, int64_t k0, const int ns, \
                                         int64_t empty, __m256d *s0, __m256d *s1, const int PROD,   \
                                         const int EXCL, const int MASKED, const int STREAM)         \
@@ -99,7 +114,7 @@ AVX2_INLINE void store8d_bf16(uint16_t *p, __m256d a, __m256d b, const int STREA
                 v0 = _mm256_blendv_pd(v0, masked, _mm256_castsi256_pd(empty_lanes64(empty, l)));    \
                 v1 = _mm256_blendv_pd(v1, masked, _mm256_castsi256_pd(empty_lanes64(empty, l + 4))); \
             }                                                                                       \
-            store8d##IO(y + k * ys + l, v0, v1, STREAM);                                            \
+            store8d##IO(yk + s * ys, v0, v1, STREAM);                                               \
         }                                                                                           \
     }                                                                                               \
     AVX2_INLINE void cols_avx2##IO(const cs_float_tile *a, double *acc, int64_t l0, int64_t l1, const int PROD, \
@@ -111,17 +126,27 @@ AVX2_INLINE void store8d_bf16(uint16_t *p, __m256d a, __m256d b, const int STREA
         elem##IO *const y = a->y;                                                                   \
         const unsigned char *const m = a->m;                                                        \
         const int64_t xs = a->xs, ys = a->ys, ms = a->ms, n = a->n, empty = a->empty;               \
+        /* the half types streamed: 32 lines (l1 - l0 a multiple of them) into a buffer a step, each \
+         * step's 64 bytes then streamed at once (see stream_lines) */                               \
+        const int gather = sizeof(elem##IO) == 2 && STREAM, gl = gather ? 32 : 8;                  \
+        uint16_t buf[4 * 32] __attribute__((aligned(64)));                                          \
         for (int64_t k0 = 0; k0 < n; k0 += 4) {                                                     \
             const int ns = n - k0 < 4 ? (int)(n - k0) : 4;                                          \
-            for (int64_t l = l0; l < l1; l += 8) {                                                  \
-                __m256d s0 = _mm256_loadu_pd(acc + l), s1 = _mm256_loadu_pd(acc + l + 4);          \
-                if (ns == 4) /* the steps a constant, so that v[] stays in registers */             \
-                    cols_pass_avx2##IO(x, m, y, xs, ms, ys, l, k0, 4, empty, &s0, &s1, PROD, EXCL, MASKED, STREAM); \
-                else                                                                                \
-                    cols_pass_avx2##IO(x, m, y, xs, ms, ys, l, k0, ns, empty, &s0, &s1, PROD, EXCL, MASKED, STREAM); \
-                _mm256_storeu_pd(acc + l, s0);                                                      \
-                _mm256_storeu_pd(acc + l + 4, s1);                                                  \
-            }                                                                                       \
+            for (int64_t lg = l0; lg < l1; lg += gl)                                                \
+                for (int64_t l = lg; l < lg + gl; l += 8) {                                         \
+                    __m256d s0 = _mm256_loadu_pd(acc + l), s1 = _mm256_loadu_pd(acc + l + 4);      \
+                    elem##IO *yk = gather ? (elem##IO *)(void *)(buf + (l - lg)) : y + k0 * ys + l; \
+                    const int64_t yks = gather ? 32 : ys, st = gather ? 0 : STREAM;                 \
+                    if (ns == 4) /* the steps a constant, so that v[] stays in registers */         \
+                        cols_pass_avx2##IO(x, m, yk, xs, ms, yks, l, k0, 4, empty, &s0, &s1, PROD, EXCL, MASKED, st); \
+                    else                                                                            \
+                        cols_pass_avx2##IO(x, m, yk, xs, ms, yks, l, k0, ns, empty, &s0, &s1, PROD, EXCL, MASKED, st); \
+                    _mm256_storeu_pd(acc + l, s0);                                                  \
+                    _mm256_storeu_pd(acc + l + 4, s1);                                              \
+                    if (gather && l + 8 == lg + gl)                                                 \
+                        for (int s = 0; s < ns; s++)                                                \
+                            stream_line((uint16_t *)(void *)(y + (k0 + s) * ys + lg), buf + 32 * s); \
+                }                                                                                   \
         }                                                                                           \
     }
 COLS_AVX2(_f64)
@@ -241,7 +266,8 @@ AVX2_INLINE __m128i pair4_f32(__m128 a, __m128 b) { return _mm_castps_si128(_mm_
     }                                                                                               \
                                                                                                     \
     /* Rows: steps [k0, k1) in blocks of 8, one after the other (so that each line's 64 bytes are   \
-     * read and written within two blocks) */                                                       \
+     * read and written within two blocks; the half types' four blocks, when streamed, through a    \
+     * buffer, so that each line's 64 bytes go out at once) */                                      \
     AVX2_INLINE void rows_avx2##IN##OUT(const cs_float_tile *a, double *acc, int64_t k0, int64_t k1, const int PROD, \
                                         const int EXCL, const int BACK, const int MASKED, const int STREAM) \
     {                                                                                               \
@@ -252,7 +278,18 @@ AVX2_INLINE __m128i pair4_f32(__m128 a, __m128 b) { return _mm_castps_si128(_mm_
         const int64_t xl = a->xl, ml = a->ml, yl = a->yl, empty = a->empty;                         \
         __m256d lo = _mm256_loadu_pd(acc), hi = _mm256_loadu_pd(acc + 4);                           \
         __m256 r[8];                                                                                \
-        for (int64_t k = k0; k < k1; k += 8)                                                        \
+        int64_t k = k0;                                                                             \
+        if (sizeof(elem##OUT) == 2 && STREAM) /* k1 - k0 a multiple of 32: see stream_lines */     \
+            for (; k < k1; k += 32) {                                                               \
+                uint16_t buf[8 * 32] __attribute__((aligned(64)));                                  \
+                const int64_t sh = BACK ? -k : k; /* the blocks' steps counted from k */            \
+                for (int b = 0; b < 32; b += 8)                                                     \
+                    block_avx2##IN##OUT(x + sh, MASKED ? m + sh : m, (elem##OUT *)(void *)(buf + (BACK ? 31 : 0)), \
+                                        xl, 0, ml, 0, 32, 0, b, &lo, &hi, k + b == 0 ? empty : 0, r, \
+                                        k + b > k0, k + b + 8 < k1, PROD, EXCL, BACK, MASKED, 0, 1, 1); \
+                stream_lines((uint16_t *)(void *)y + (BACK ? -(k + 31) : k), yl, buf);             \
+            }                                                                                       \
+        for (; k < k1; k += 8)                                                                      \
             block_avx2##IN##OUT(x, m, y, xl, 0, ml, 0, yl, 0, k, &lo, &hi, k == 0 ? empty : 0, r, k > k0, \
                                 k + 8 < k1, PROD, EXCL, BACK, MASKED, STREAM, 1, 1);                \
         _mm256_storeu_pd(acc, lo);                                                                  \
