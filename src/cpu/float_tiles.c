@@ -7,8 +7,8 @@
  * mixed    float32 lines along the scan on one side and next to each other on the other (a
  *          transposed input into a contiguous result, or the reverse): one transpose a block.
  * Every output is the in-order float64 prefix of its line rounded once, as in the other walks (the
- * half types: on AVX2 rounded in doubles on their own grid, see half_grid4; on AVX-512 through
- * floats rounded to odd, see odd8_avx512).
+ * half types through floats rounded to odd, see odd4_f16 and odd8_avx512, but for bfloat16 on AVX2,
+ * rounded in doubles on its own grid, see half_grid4).
  * Stores bypass the caches (streaming stores) when the caller says the output is larger than they
  * are and the stores can be aligned: the output is then written once instead of read, merged and
  * written back. Streaming stores are weakly ordered: each thread that may have made them calls

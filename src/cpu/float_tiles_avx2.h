@@ -55,11 +55,23 @@ AVX2_INLINE void store8d_f32(float *p, __m256d a, __m256d b, const int STREAM)
     else _mm_storeu_ps(p, lo), _mm_storeu_ps(p + 4, hi);
 }
 
+/* d rounded to a float by rounding to odd: its bits below float32's last place cleared, and that
+ * place set where any of them was (the carry of their sum with all ones). The float so made is
+ * exact, and float16's rounding to nearest of it (13 places fewer) is the double's own, as half.h
+ * rounds (4 integer operations, where half_grid4 takes 8). Below float32's normal range (the
+ * place there is higher) the result is below float16's least denormal by far, so it still rounds
+ * to a zero of d's sign; NaN keeps its top payload bits. */
+AVX2_INLINE __m128 odd4_f16(__m256d d)
+{
+    const __m256i low = _mm256_set1_epi64x((1LL << 29) - 1), u = _mm256_castpd_si256(d);
+    const __m256i sticky = _mm256_add_epi64(_mm256_and_si256(u, low), low);
+    return _mm256_cvtpd_ps(_mm256_castsi256_pd(_mm256_andnot_si256(low, _mm256_or_si256(u, sticky))));
+}
+
 AVX2_INLINE void store8d_f16(uint16_t *p, __m256d a, __m256d b, const int STREAM)
 {
     const int rn = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
-    const __m128i lo = _mm_cvtps_ph(_mm256_cvtpd_ps(half_grid4(a, 0)), rn);
-    const __m128i hi = _mm_cvtps_ph(_mm256_cvtpd_ps(half_grid4(b, 0)), rn);
+    const __m128i lo = _mm_cvtps_ph(odd4_f16(a), rn), hi = _mm_cvtps_ph(odd4_f16(b), rn);
     store_halves(p, _mm_unpacklo_epi64(lo, hi), STREAM);
 }
 
@@ -154,9 +166,9 @@ COLS_AVX2(_f32)
 COLS_AVX2(_f16)
 COLS_AVX2(_bf16)
 
-/* Four outputs of a block as floats (exact for the half types, see half_grid4) */
+/* Four outputs of a block as floats: float16's rounded to odd (odd4_f16), bfloat16's exact (half_grid4) */
 AVX2_INLINE __m128 out4_f32(__m256d d) { return _mm256_cvtpd_ps(d); }
-AVX2_INLINE __m128 out4_f16(__m256d d) { return _mm256_cvtpd_ps(half_grid4(d, 0)); }
+AVX2_INLINE __m128 out4_f16(__m256d d) { return odd4_f16(d); }
 AVX2_INLINE __m128 out4_bf16(__m256d d) { return _mm256_cvtpd_ps(half_grid4(d, 1)); }
 /* two lines' four outputs as one vector of halves: line a's below line b's */
 AVX2_INLINE __m128i pair4_f16(__m128 a, __m128 b)
