@@ -75,12 +75,59 @@ AVX2_INLINE void store8d_f16(uint16_t *p, __m256d a, __m256d b, const int STREAM
     store_halves(p, _mm_unpacklo_epi64(lo, hi), STREAM);
 }
 
-/* a bfloat16 is the top half of the float of the same value */
+/* Eight doubles (a: lanes 0-3, b: 4-7) as bfloat16, in each lane's top half. The floats nearest
+ * them, then bfloat16 by an integer add (ties to even, the carry stepping into the exponent): the
+ * double's own rounding unless the float lies on a bfloat16 tie (the float's rounding may have moved
+ * it there) or is NaN; such lanes are set in *redo, whose caller checks them (bf16_moved). */
+AVX2_INLINE __m256i bf16_near8(__m256d a, __m256d b, __m256i *redo)
+{
+    const __m256 t = _mm256_set_m128(_mm256_cvtpd_ps(b), _mm256_cvtpd_ps(a));
+    const __m256i u = _mm256_castps_si256(t);
+    const __m256i tie = _mm256_cmpeq_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0xffff)), _mm256_set1_epi32(0x8000));
+    *redo = _mm256_or_si256(*redo, _mm256_or_si256(tie, _mm256_castps_si256(_mm256_cmp_ps(t, t, _CMP_UNORD_Q))));
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    return _mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff)));
+}
+
+/* whether a lane of `lanes` (bf16_near8's redo) needs bf16_grid8: a NaN, or a tie that the float's
+ * rounding moved the double onto (a double on the tie itself rounds there as the float does) */
+AVX2_INLINE int bf16_moved(__m256d a, __m256d b, __m256i lanes)
+{
+    const int moved = _mm256_movemask_pd(_mm256_cmp_pd(_mm256_cvtps_pd(_mm256_cvtpd_ps(a)), a, _CMP_NEQ_UQ)) |
+                      _mm256_movemask_pd(_mm256_cmp_pd(_mm256_cvtps_pd(_mm256_cvtpd_ps(b)), b, _CMP_NEQ_UQ)) << 4;
+    return (moved & _mm256_movemask_ps(_mm256_castsi256_ps(lanes))) != 0;
+}
+
+/* the same on the double grid (half_grid4): exact floats, NaN keeping its top payload bits */
+AVX2_INLINE __m256i bf16_grid8(__m256d a, __m256d b)
+{
+    return _mm256_castps_si256(_mm256_set_m128(_mm256_cvtpd_ps(half_grid4(b, 1)), _mm256_cvtpd_ps(half_grid4(a, 1))));
+}
+
 AVX2_INLINE void store8d_bf16(uint16_t *p, __m256d a, __m256d b, const int STREAM)
 {
-    const __m128i lo = _mm_srli_epi32(_mm_castps_si128(_mm256_cvtpd_ps(half_grid4(a, 1))), 16);
-    const __m128i hi = _mm_srli_epi32(_mm_castps_si128(_mm256_cvtpd_ps(half_grid4(b, 1))), 16);
-    store_halves(p, _mm_packus_epi32(lo, hi), STREAM);
+    __m256i redo = _mm256_setzero_si256(), u = bf16_near8(a, b, &redo);
+    if (!_mm256_testz_si256(redo, redo) && bf16_moved(a, b, redo)) u = bf16_grid8(a, b);
+    const __m256i h = _mm256_srli_epi32(u, 16);
+    store_halves(p, _mm_packus_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)), STREAM);
+}
+
+/* A row block's bfloat16 outputs, u[j] the 8 lines' step j (memory order) in the lanes' top halves,
+ * stored as 16 bytes a line: steps paired in 32-bit lanes, then each 128-bit half of the four
+ * pairs transposed 4 x 4 (lines 0-3 below, 4-7 above), so that nothing crosses the halves of a
+ * vector but the extracts of lines 4-7 */
+AVX2_INLINE void bf16_rows_out(uint16_t *y, int64_t yl, const __m256i u[8], const int STREAM)
+{
+    __m256i v[4];
+    for (int i = 0; i < 4; i++) v[i] = _mm256_blend_epi16(_mm256_srli_epi32(u[2 * i], 16), u[2 * i + 1], 0xAA);
+    const __m256i t0 = _mm256_unpacklo_epi32(v[0], v[1]), t1 = _mm256_unpackhi_epi32(v[0], v[1]);
+    const __m256i t2 = _mm256_unpacklo_epi32(v[2], v[3]), t3 = _mm256_unpackhi_epi32(v[2], v[3]);
+    const __m256i l[4] = { _mm256_unpacklo_epi64(t0, t2), _mm256_unpackhi_epi64(t0, t2),
+                           _mm256_unpacklo_epi64(t1, t3), _mm256_unpackhi_epi64(t1, t3) };
+    for (int i = 0; i < 4; i++) {
+        store_halves(y + i * yl, _mm256_castsi256_si128(l[i]), STREAM);
+        store_halves(y + (i + 4) * yl, _mm256_extracti128_si256(l[i], 1), STREAM);
+    }
 }
 
 /* Streaming stores of part of a 64-byte line whose rest follows later (the half types' 16 bytes a
@@ -166,23 +213,22 @@ COLS_AVX2(_f32)
 COLS_AVX2(_f16)
 COLS_AVX2(_bf16)
 
-/* Four outputs of a block as floats: float16's rounded to odd (odd4_f16), bfloat16's exact (half_grid4) */
+/* Four outputs of a block as floats (float16's rounded to odd, see odd4_f16; bfloat16's go through
+ * bf16_rows_out instead) */
+enum { BF16_f32 = 0, BF16_f16 = 0, BF16_bf16 = 1 };
 AVX2_INLINE __m128 out4_f32(__m256d d) { return _mm256_cvtpd_ps(d); }
 AVX2_INLINE __m128 out4_f16(__m256d d) { return odd4_f16(d); }
-AVX2_INLINE __m128 out4_bf16(__m256d d) { return _mm256_cvtpd_ps(half_grid4(d, 1)); }
 /* two lines' four outputs as one vector of halves: line a's below line b's */
 AVX2_INLINE __m128i pair4_f16(__m128 a, __m128 b)
 {
     const int rn = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
     return _mm_unpacklo_epi64(_mm_cvtps_ph(a, rn), _mm_cvtps_ph(b, rn));
 }
-AVX2_INLINE __m128i pair4_bf16(__m128 a, __m128 b)
-{
-    return _mm_packus_epi32(_mm_srli_epi32(_mm_castps_si128(a), 16), _mm_srli_epi32(_mm_castps_si128(b), 16));
-}
-/* never called: float32 lines store their four steps as they come (this keeps the one body of
- * block_avx2 compiling for every output type) */
+/* never called: float32 lines store their four steps as they come, bfloat16 lines go through
+ * bf16_rows_out (this keeps the one body of block_avx2 compiling for every output type) */
 AVX2_INLINE __m128i pair4_f32(__m128 a, __m128 b) { return _mm_castps_si128(_mm_movelh_ps(a, b)); }
+#define pair4_bf16 pair4_f32
+#define out4_bf16 out4_f32
 
 /* A block on AVX2: 8 steps from walk step k of 8 lines. Each side's lines run along the scan (ALONG:
  * line l's block at p + l * pl + at, its lowest address, at = BACK ? -(k + 7) : k) or lie next to
@@ -231,6 +277,8 @@ AVX2_INLINE __m128i pair4_f32(__m128 a, __m128 b) { return _mm_castps_si128(_mm_
             }                                                                                       \
         }                                                                                           \
         __m128i pairs[2][4]; /* the half types: [quad][line pair] */                                \
+        __m256i u16[8], redo = _mm256_setzero_si256(); /* bfloat16 rows: see bf16_rows_out */       \
+        __m256d dd[8][2]; /* their doubles, for bf16_grid8 */                                       \
         for (int qw = 0; qw < 2; qw++) { /* four steps in walk order */                             \
             __m128 o[8];                                                                            \
             for (int i = 0; i < 4; i++) {                                                           \
@@ -253,9 +301,10 @@ AVX2_INLINE __m128i pair4_f32(__m128 a, __m128 b) { return _mm_castps_si128(_mm_
                     b = _mm256_blendv_pd(b, identity, _mm256_castsi256_pd(empty_lanes64(empty, 4))); \
                 }                                                                                   \
                 if (!YALONG) store8d##OUT(y + (k + s) * ys, a, b, STREAM);                          \
+                else if (BF16##OUT) u16[j] = bf16_near8(a, b, &redo), dd[j][0] = a, dd[j][1] = b;     \
                 else o[j & 3] = out4##OUT(a), o[4 + (j & 3)] = out4##OUT(b);                        \
             }                                                                                       \
-            if (!YALONG) continue;                                                                  \
+            if (!YALONG || BF16##OUT) continue;                                                     \
             const int q = BACK ? 1 - qw : qw; /* the quad's place in memory */                      \
             _MM_TRANSPOSE4_PS(o[0], o[1], o[2], o[3]);                                              \
             _MM_TRANSPOSE4_PS(o[4], o[5], o[6], o[7]);                                              \
@@ -269,7 +318,14 @@ AVX2_INLINE __m128i pair4_f32(__m128 a, __m128 b) { return _mm_castps_si128(_mm_
                 for (int p = 0; p < 4; p++) pairs[q][p] = pair4##OUT(o[2 * p], o[2 * p + 1]);       \
             }                                                                                       \
         }                                                                                           \
-        if (YALONG && sizeof(elem##OUT) == 2)                                                       \
+        if (YALONG && BF16##OUT) {                                                                  \
+            for (int j = 0; j < 8 && !_mm256_testz_si256(redo, redo); j++) {                        \
+                __m256i lanes = _mm256_setzero_si256();                                             \
+                bf16_near8(dd[j][0], dd[j][1], &lanes);                                             \
+                if (bf16_moved(dd[j][0], dd[j][1], lanes)) u16[j] = bf16_grid8(dd[j][0], dd[j][1]); \
+            }                                                                                       \
+            bf16_rows_out((uint16_t *)(void *)(y + at), yl, u16, STREAM);                           \
+        } else if (YALONG && sizeof(elem##OUT) == 2)                                                \
             for (int p = 0; p < 4; p++) {                                                           \
                 uint16_t *y0 = (uint16_t *)(void *)(y + 2 * p * yl + at), *y1 = (uint16_t *)(void *)(y + (2 * p + 1) * yl + at); \
                 store_halves(y0, _mm_unpacklo_epi64(pairs[0][p], pairs[1][p]), STREAM);             \
