@@ -130,6 +130,26 @@ AVX2_INLINE void bf16_rows_out(uint16_t *y, int64_t yl, const __m256i u[8], cons
     }
 }
 
+/* A row block's float16 outputs, h[j] the 8 lines' step j (memory order), stored as 16 bytes a
+ * line after an 8 x 8 transpose of 16-bit lanes */
+AVX2_INLINE void f16_rows_out(uint16_t *y, int64_t yl, const __m128i h[8], const int STREAM)
+{
+    __m128i a[8], b[8];
+    for (int i = 0; i < 4; i++) { /* lines 0-3 (a[2i]) and 4-7 (a[2i + 1]) of steps 2i, 2i + 1 */
+        a[2 * i] = _mm_unpacklo_epi16(h[2 * i], h[2 * i + 1]);
+        a[2 * i + 1] = _mm_unpackhi_epi16(h[2 * i], h[2 * i + 1]);
+    }
+    for (int i = 0; i < 2; i++) /* steps 4i to 4i + 3 of two lines: b[4i + q] lines 2q, 2q + 1 */
+        for (int p = 0; p < 2; p++) {
+            b[4 * i + 2 * p] = _mm_unpacklo_epi32(a[4 * i + p], a[4 * i + 2 + p]);
+            b[4 * i + 2 * p + 1] = _mm_unpackhi_epi32(a[4 * i + p], a[4 * i + 2 + p]);
+        }
+    for (int p = 0; p < 4; p++) {
+        store_halves(y + 2 * p * yl, _mm_unpacklo_epi64(b[p], b[4 + p]), STREAM);
+        store_halves(y + (2 * p + 1) * yl, _mm_unpackhi_epi64(b[p], b[4 + p]), STREAM);
+    }
+}
+
 /* Streaming stores of part of a 64-byte line whose rest follows later (the half types' 16 bytes a
  * line of a block) leave the line to go out piecemeal, which on Zen 3 makes the walk far slower
  * than plain stores would: the half types' kernels gather whole lines in a buffer and stream those.
@@ -213,21 +233,11 @@ COLS_AVX2(_f32)
 COLS_AVX2(_f16)
 COLS_AVX2(_bf16)
 
-/* Four outputs of a block as floats (float16's rounded to odd, see odd4_f16; bfloat16's go through
- * bf16_rows_out instead) */
-enum { BF16_f32 = 0, BF16_f16 = 0, BF16_bf16 = 1 };
+/* Four outputs of a block as floats, for float32 lines along the scan (the half types' go through
+ * f16_rows_out and bf16_rows_out; their names keep the one body of block_avx2 compiling) */
+enum { F16_f32 = 0, F16_f16 = 1, F16_bf16 = 0, BF16_f32 = 0, BF16_f16 = 0, BF16_bf16 = 1 };
 AVX2_INLINE __m128 out4_f32(__m256d d) { return _mm256_cvtpd_ps(d); }
-AVX2_INLINE __m128 out4_f16(__m256d d) { return odd4_f16(d); }
-/* two lines' four outputs as one vector of halves: line a's below line b's */
-AVX2_INLINE __m128i pair4_f16(__m128 a, __m128 b)
-{
-    const int rn = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
-    return _mm_unpacklo_epi64(_mm_cvtps_ph(a, rn), _mm_cvtps_ph(b, rn));
-}
-/* never called: float32 lines store their four steps as they come, bfloat16 lines go through
- * bf16_rows_out (this keeps the one body of block_avx2 compiling for every output type) */
-AVX2_INLINE __m128i pair4_f32(__m128 a, __m128 b) { return _mm_castps_si128(_mm_movelh_ps(a, b)); }
-#define pair4_bf16 pair4_f32
+#define out4_f16 out4_f32
 #define out4_bf16 out4_f32
 
 /* A block on AVX2: 8 steps from walk step k of 8 lines. Each side's lines run along the scan (ALONG:
@@ -235,11 +245,10 @@ AVX2_INLINE __m128i pair4_f32(__m128 a, __m128 b) { return _mm_castps_si128(_mm_
  * each other (step k + s of the 8 lines from p + (k + s) * ps). Lines along the scan load as 8 floats
  * each and go through the part of an 8 x 8 transpose that stays within the 16-byte halves of a
  * vector into a buffer, whence each step's four lines convert to doubles as they load; lines next
- * to each other convert as they load. Outputs along the scan go back through 4 x 4 transposes of
- * 16-byte vectors, four steps at a time; the half types pair two
- * lines' four steps in one vector until the other four join them, so that each line's 16 bytes are
- * stored at once. So little crosses the halves of a vector besides the conversions to float (see
- * load4_f64). */
+ * to each other convert as they load. Float outputs along the scan go back through 4 x 4 transposes
+ * of 16-byte vectors, four steps at a time; the half types' as 16-bit lanes once all 8 steps are in
+ * (f16_rows_out, bf16_rows_out), so that each line's 16 bytes are stored at once. So little crosses
+ * the halves of a vector besides the conversions to float (see load4_f64). */
 #define BLOCK_AVX2(IN, OUT)                                                                         \
     AVX2_INLINE void block_avx2##IN##OUT(const elem##IN *x, const unsigned char *m, elem##OUT *y, int64_t xl, \
                                          int64_t xs, int64_t ml, int64_t ms, int64_t yl, int64_t ys, int64_t k, \
@@ -276,8 +285,8 @@ AVX2_INLINE __m128i pair4_f32(__m128 a, __m128 b) { return _mm_castps_si128(_mm_
                 if (MASKED) r[l] = mask_f32(r[l], m + l * ml + nat, masked);                        \
             }                                                                                       \
         }                                                                                           \
-        __m128i pairs[2][4]; /* the half types: [quad][line pair] */                                \
         __m256i u16[8], redo = _mm256_setzero_si256(); /* bfloat16 rows: see bf16_rows_out */       \
+        __m128i h16[8]; /* float16 rows: see f16_rows_out */                                        \
         __m256d dd[8][2]; /* their doubles, for bf16_grid8 */                                       \
         for (int qw = 0; qw < 2; qw++) { /* four steps in walk order */                             \
             __m128 o[8];                                                                            \
@@ -302,20 +311,18 @@ AVX2_INLINE __m128i pair4_f32(__m128 a, __m128 b) { return _mm_castps_si128(_mm_
                 }                                                                                   \
                 if (!YALONG) store8d##OUT(y + (k + s) * ys, a, b, STREAM);                          \
                 else if (BF16##OUT) u16[j] = bf16_near8(a, b, &redo), dd[j][0] = a, dd[j][1] = b;     \
+                else if (F16##OUT) h16[j] = _mm256_cvtps_ph(_mm256_set_m128(odd4_f16(b), odd4_f16(a)), \
+                                                            _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); \
                 else o[j & 3] = out4##OUT(a), o[4 + (j & 3)] = out4##OUT(b);                        \
             }                                                                                       \
-            if (!YALONG || BF16##OUT) continue;                                                     \
+            if (!YALONG || BF16##OUT || F16##OUT) continue;                                         \
             const int q = BACK ? 1 - qw : qw; /* the quad's place in memory */                      \
             _MM_TRANSPOSE4_PS(o[0], o[1], o[2], o[3]);                                              \
             _MM_TRANSPOSE4_PS(o[4], o[5], o[6], o[7]);                                              \
-            if (sizeof(elem##OUT) == 4) {                                                           \
-                for (int l = 0; l < 8; l++) {                                                       \
-                    float *at_y = (float *)(void *)(y + l * yl + at + 4 * q);                       \
-                    if (STREAM) _mm_stream_ps(at_y, o[l]);                                          \
-                    else _mm_storeu_ps(at_y, o[l]);                                                 \
-                }                                                                                   \
-            } else {                                                                                \
-                for (int p = 0; p < 4; p++) pairs[q][p] = pair4##OUT(o[2 * p], o[2 * p + 1]);       \
+            for (int l = 0; l < 8; l++) {                                                           \
+                float *at_y = (float *)(void *)(y + l * yl + at + 4 * q);                           \
+                if (STREAM) _mm_stream_ps(at_y, o[l]);                                              \
+                else _mm_storeu_ps(at_y, o[l]);                                                     \
             }                                                                                       \
         }                                                                                           \
         if (YALONG && BF16##OUT) {                                                                  \
@@ -325,12 +332,9 @@ AVX2_INLINE __m128i pair4_f32(__m128 a, __m128 b) { return _mm_castps_si128(_mm_
                 if (bf16_moved(dd[j][0], dd[j][1], lanes)) u16[j] = bf16_grid8(dd[j][0], dd[j][1]); \
             }                                                                                       \
             bf16_rows_out((uint16_t *)(void *)(y + at), yl, u16, STREAM);                           \
-        } else if (YALONG && sizeof(elem##OUT) == 2)                                                \
-            for (int p = 0; p < 4; p++) {                                                           \
-                uint16_t *y0 = (uint16_t *)(void *)(y + 2 * p * yl + at), *y1 = (uint16_t *)(void *)(y + (2 * p + 1) * yl + at); \
-                store_halves(y0, _mm_unpacklo_epi64(pairs[0][p], pairs[1][p]), STREAM);             \
-                store_halves(y1, _mm_unpackhi_epi64(pairs[0][p], pairs[1][p]), STREAM);             \
-            }                                                                                       \
+        } else if (YALONG && F16##OUT) {                                                            \
+            f16_rows_out((uint16_t *)(void *)(y + at), yl, h16, STREAM);                            \
+        }                                                                                           \
     }                                                                                               \
                                                                                                     \
     /* Rows: steps [k0, k1) in blocks of 8, one after the other (so that each line's 64 bytes are   \
