@@ -7,8 +7,8 @@
  * mixed    float32 lines along the scan on one side and next to each other on the other (a
  *          transposed input into a contiguous result, or the reverse): one transpose a block.
  * Every output is the in-order float64 prefix of its line rounded once, as in the other walks (the
- * half types: on AVX2 rounded in doubles on their own grid, see half_grid4; on AVX-512 through
- * floats rounded to odd, see odd8_avx512).
+ * half types through floats rounded to odd, see odd4_f16 and odd8_avx512, but for bfloat16 on AVX2,
+ * rounded in doubles on its own grid, see half_grid4).
  * Stores bypass the caches (streaming stores) when the caller says the output is larger than they
  * are and the stores can be aligned: the output is then written once instead of read, merged and
  * written back. Streaming stores are weakly ordered: each thread that may have made them calls
@@ -566,22 +566,31 @@ static int64_t aligned_from(const void *y, int64_t size, int64_t width, int64_t 
     return -1;
 }
 
-#define ROWS_BODY(KERNEL, SCALAR, SIZE, WIDTH)                                                      \
-    int64_t peel = a->stream ? aligned_from(a->y, SIZE, WIDTH, a->yl, 0, a->ys < 0) : -1;          \
-    const int stream = peel >= 0 && peel + WIDTH <= a->n;                                           \
+/* SPAN: the steps (rows) or lines (columns) whose outputs a kernel streams together (the halves'
+ * AVX2 kernels: whole 64-byte lines, WIDTH the elements of one): the streamed part of a tile is a
+ * multiple of it, the whole groups after it go through the same kernel in plain stores */
+#define ROWS_BODY(KERNEL, SCALAR, SIZE, WIDTH) ROWS_BODY_SPAN(KERNEL, SCALAR, SIZE, WIDTH, WIDTH)
+#define ROWS_BODY_SPAN(KERNEL, SCALAR, SIZE, WIDTH, SPAN)                                           \
+    int64_t peel = a->stream ? aligned_from(a->y, SIZE, (SPAN), a->yl, 0, a->ys < 0) : -1;           \
+    const int stream = peel >= 0 && peel + (SPAN) <= a->n;                                            \
     if (!stream) peel = 0;                                                                          \
-    const int64_t end = peel + (a->n - peel) / WIDTH * WIDTH;                                        \
+    const int64_t streamed = stream ? peel + (a->n - peel) / (SPAN) * (SPAN) : peel;                    \
+    const int64_t end = streamed + (a->n - streamed) / (WIDTH) * (WIDTH);                                \
     SCALAR(a, acc, 0, 8, 0, peel);                                                                  \
-    DISPATCH(KERNEL, a, acc, peel, end, stream);                                                    \
+    if (stream) DISPATCH(KERNEL, a, acc, peel, streamed, 1);                                        \
+    if (end > streamed) DISPATCH(KERNEL, a, acc, streamed, end, 0);                                 \
     SCALAR(a, acc, 0, 8, end, a->n);
 
-#define COLS_BODY(KERNEL, SCALAR, SIZE, WIDTH)                                                      \
-    int64_t peel = a->stream ? aligned_from(a->y, SIZE, WIDTH, 0, a->ys, 0) : -1;                    \
-    const int stream = peel >= 0 && peel + 8 <= a->lines;                                           \
+#define COLS_BODY(KERNEL, SCALAR, SIZE, WIDTH) COLS_BODY_SPAN(KERNEL, SCALAR, SIZE, WIDTH, 8)
+#define COLS_BODY_SPAN(KERNEL, SCALAR, SIZE, WIDTH, SPAN)                                           \
+    int64_t peel = a->stream ? aligned_from(a->y, SIZE, (WIDTH), 0, a->ys, 0) : -1;                   \
+    const int stream = peel >= 0 && peel + (SPAN) <= a->lines;                                        \
     if (!stream) peel = 0;                                                                          \
-    const int64_t end = peel + (a->lines - peel) / 8 * 8;                                            \
+    const int64_t streamed = stream ? peel + (a->lines - peel) / (SPAN) * (SPAN) : peel;                \
+    const int64_t end = streamed + (a->lines - streamed) / 8 * 8;                                    \
     SCALAR(a, acc, 0, peel, 0, a->n);                                                               \
-    DISPATCH(KERNEL, a, acc, peel, end, stream);                                                    \
+    if (stream) DISPATCH(KERNEL, a, acc, peel, streamed, 1);                                        \
+    if (end > streamed) DISPATCH(KERNEL, a, acc, streamed, end, 0);                                 \
     SCALAR(a, acc, end, a->lines, 0, a->n);
 
 #define TOTAL_BODY(KERNEL, SCALAR)                                                                  \
@@ -683,17 +692,17 @@ AVX512 static void tile_rows_f32_f64(const cs_float_tile *a, double *acc) { ROWS
  * rows and its transposes without spilling them to the stack */
 typedef void (*tile_fn)(const cs_float_tile *, double *);
 static int avx512_state = -1; /* use_avx512's answer, once known */
-#define ENTRIES(SUFFIX, TARGET, ROWS_F32_F64, COLS, ROWS, MIXED)                                                                     \
+#define ENTRIES(SUFFIX, TARGET, ROWS_F32_F64, COLS, ROWS, MIXED, HS)                                                                   \
     TARGET static void total_cols_f32##SUFFIX(const cs_float_tile *a, double *acc) { TOTAL_BODY(cols_total_f32, scalar_f32) } \
     TARGET static void total_cols_f64##SUFFIX(const cs_float_tile *a, double *acc) { TOTAL_BODY(cols_total_f64, scalar_f64) } \
     TARGET static void tile_rows_f32##SUFFIX(const cs_float_tile *a, double *acc) { ROWS_BODY(ROWS(_f32), scalar_f32, 4, 8) }  \
     TARGET static void tile_rows_f64##SUFFIX(const cs_float_tile *a, double *acc) { ROWS_BODY(rows_f64, scalar_f64, 8, 4) }  \
-    TARGET static void tile_rows_f16##SUFFIX(const cs_float_tile *a, double *acc) { ROWS_BODY(ROWS(_f16), scalar_f16, 2, 8) }  \
-    TARGET static void tile_rows_bf16##SUFFIX(const cs_float_tile *a, double *acc) { ROWS_BODY(ROWS(_bf16), scalar_bf16, 2, 8) } \
+    TARGET static void tile_rows_f16##SUFFIX(const cs_float_tile *a, double *acc) { ROWS_BODY_SPAN(ROWS(_f16), scalar_f16, 2, 8, 4 * HS) }\
+    TARGET static void tile_rows_bf16##SUFFIX(const cs_float_tile *a, double *acc) { ROWS_BODY_SPAN(ROWS(_bf16), scalar_bf16, 2, 8, 4 * HS) }\
     TARGET static void tile_cols_f32##SUFFIX(const cs_float_tile *a, double *acc) { COLS_BODY(COLS(_f32), scalar_f32, 4, 8) }  \
     TARGET static void tile_cols_f64##SUFFIX(const cs_float_tile *a, double *acc) { COLS_BODY(cols_avx2_f64, scalar_f64, 8, 4) }  \
-    TARGET static void tile_cols_f16##SUFFIX(const cs_float_tile *a, double *acc) { COLS_BODY(COLS(_f16), scalar_f16, 2, 8) }  \
-    TARGET static void tile_cols_bf16##SUFFIX(const cs_float_tile *a, double *acc) { COLS_BODY(COLS(_bf16), scalar_bf16, 2, 8) } \
+    TARGET static void tile_cols_f16##SUFFIX(const cs_float_tile *a, double *acc) { COLS_BODY_SPAN(COLS(_f16), scalar_f16, 2, 4 * HS, 4 * HS) }\
+    TARGET static void tile_cols_bf16##SUFFIX(const cs_float_tile *a, double *acc) { COLS_BODY_SPAN(COLS(_bf16), scalar_bf16, 2, 4 * HS, 4 * HS) }\
     TARGET static void tile_mixed_f32##SUFFIX(const cs_float_tile *a, double *acc) { MIXED_BODY(MIXED, scalar_f32) } \
     static const tile_fn entries##SUFFIX[CS_TILES_KINDS][5] = {                                                                  \
         { total_cols_f32##SUFFIX, total_cols_f64##SUFFIX, NULL, NULL, NULL },                                           \
@@ -711,8 +720,8 @@ static int avx512_state = -1; /* use_avx512's answer, once known */
 #define ROWS_AVX2_bf16 rows_avx2_bf16
 #define ROWS_OF_AVX512(IO) rows##IO##_avx512
 AVX2 static void tile_rows_f32_f64_avx2(const cs_float_tile *a, double *acc) { ROWS_BODY(rows_f32_f64_avx2, scalar_f32_f64, 8, 8) }
-ENTRIES(_avx2, AVX2, tile_rows_f32_f64_avx2, COLS_OF_AVX2, ROWS_OF_AVX2, mixed_avx2_f32)
-ENTRIES(_avx512, AVX512, tile_rows_f32_f64, COLS_OF_AVX512, ROWS_OF_AVX512, mixed_f32_avx512)
+ENTRIES(_avx2, AVX2, tile_rows_f32_f64_avx2, COLS_OF_AVX2, ROWS_OF_AVX2, mixed_avx2_f32, 8)
+ENTRIES(_avx512, AVX512, tile_rows_f32_f64, COLS_OF_AVX512, ROWS_OF_AVX512, mixed_f32_avx512, 2)
 
 void cs_cpu_stream_fence(void)
 {

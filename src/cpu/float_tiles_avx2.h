@@ -55,20 +55,114 @@ AVX2_INLINE void store8d_f32(float *p, __m256d a, __m256d b, const int STREAM)
     else _mm_storeu_ps(p, lo), _mm_storeu_ps(p + 4, hi);
 }
 
+/* d rounded to a float by rounding to odd: its bits below float32's last place cleared, and that
+ * place set where any of them was (the carry of their sum with all ones). The float so made is
+ * exact, and float16's rounding to nearest of it (13 places fewer) is the double's own, as half.h
+ * rounds (4 integer operations, where half_grid4 takes 8). Below float32's normal range (the
+ * place there is higher) the result is below float16's least denormal by far, so it still rounds
+ * to a zero of d's sign; NaN keeps its top payload bits. */
+AVX2_INLINE __m128 odd4_f16(__m256d d)
+{
+    const __m256i low = _mm256_set1_epi64x((1LL << 29) - 1), u = _mm256_castpd_si256(d);
+    const __m256i sticky = _mm256_add_epi64(_mm256_and_si256(u, low), low);
+    return _mm256_cvtpd_ps(_mm256_castsi256_pd(_mm256_andnot_si256(low, _mm256_or_si256(u, sticky))));
+}
+
 AVX2_INLINE void store8d_f16(uint16_t *p, __m256d a, __m256d b, const int STREAM)
 {
     const int rn = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
-    const __m128i lo = _mm_cvtps_ph(_mm256_cvtpd_ps(half_grid4(a, 0)), rn);
-    const __m128i hi = _mm_cvtps_ph(_mm256_cvtpd_ps(half_grid4(b, 0)), rn);
+    const __m128i lo = _mm_cvtps_ph(odd4_f16(a), rn), hi = _mm_cvtps_ph(odd4_f16(b), rn);
     store_halves(p, _mm_unpacklo_epi64(lo, hi), STREAM);
 }
 
-/* a bfloat16 is the top half of the float of the same value */
+/* Eight doubles (a: lanes 0-3, b: 4-7) as bfloat16, in each lane's top half. The floats nearest
+ * them, then bfloat16 by an integer add (ties to even, the carry stepping into the exponent): the
+ * double's own rounding unless the float lies on a bfloat16 tie (the float's rounding may have moved
+ * it there) or is NaN; such lanes are set in *redo, whose caller checks them (bf16_moved). */
+AVX2_INLINE __m256i bf16_near8(__m256d a, __m256d b, __m256i *redo)
+{
+    const __m256 t = _mm256_set_m128(_mm256_cvtpd_ps(b), _mm256_cvtpd_ps(a));
+    const __m256i u = _mm256_castps_si256(t);
+    const __m256i tie = _mm256_cmpeq_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0xffff)), _mm256_set1_epi32(0x8000));
+    *redo = _mm256_or_si256(*redo, _mm256_or_si256(tie, _mm256_castps_si256(_mm256_cmp_ps(t, t, _CMP_UNORD_Q))));
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    return _mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff)));
+}
+
+/* whether a lane of `lanes` (bf16_near8's redo) needs bf16_grid8: a NaN, or a tie that the float's
+ * rounding moved the double onto (a double on the tie itself rounds there as the float does) */
+AVX2_INLINE int bf16_moved(__m256d a, __m256d b, __m256i lanes)
+{
+    const int moved = _mm256_movemask_pd(_mm256_cmp_pd(_mm256_cvtps_pd(_mm256_cvtpd_ps(a)), a, _CMP_NEQ_UQ)) |
+                      _mm256_movemask_pd(_mm256_cmp_pd(_mm256_cvtps_pd(_mm256_cvtpd_ps(b)), b, _CMP_NEQ_UQ)) << 4;
+    return (moved & _mm256_movemask_ps(_mm256_castsi256_ps(lanes))) != 0;
+}
+
+/* the same on the double grid (half_grid4): exact floats, NaN keeping its top payload bits */
+AVX2_INLINE __m256i bf16_grid8(__m256d a, __m256d b)
+{
+    return _mm256_castps_si256(_mm256_set_m128(_mm256_cvtpd_ps(half_grid4(b, 1)), _mm256_cvtpd_ps(half_grid4(a, 1))));
+}
+
 AVX2_INLINE void store8d_bf16(uint16_t *p, __m256d a, __m256d b, const int STREAM)
 {
-    const __m128i lo = _mm_srli_epi32(_mm_castps_si128(_mm256_cvtpd_ps(half_grid4(a, 1))), 16);
-    const __m128i hi = _mm_srli_epi32(_mm_castps_si128(_mm256_cvtpd_ps(half_grid4(b, 1))), 16);
-    store_halves(p, _mm_packus_epi32(lo, hi), STREAM);
+    __m256i redo = _mm256_setzero_si256(), u = bf16_near8(a, b, &redo);
+    if (!_mm256_testz_si256(redo, redo) && bf16_moved(a, b, redo)) u = bf16_grid8(a, b);
+    const __m256i h = _mm256_srli_epi32(u, 16);
+    store_halves(p, _mm_packus_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)), STREAM);
+}
+
+/* A row block's bfloat16 outputs, u[j] the 8 lines' step j (memory order) in the lanes' top halves,
+ * stored as 16 bytes a line: steps paired in 32-bit lanes, then each 128-bit half of the four
+ * pairs transposed 4 x 4 (lines 0-3 below, 4-7 above), so that nothing crosses the halves of a
+ * vector but the extracts of lines 4-7 */
+AVX2_INLINE void bf16_rows_out(uint16_t *y, int64_t yl, const __m256i u[8], const int STREAM)
+{
+    __m256i v[4];
+    for (int i = 0; i < 4; i++) v[i] = _mm256_blend_epi16(_mm256_srli_epi32(u[2 * i], 16), u[2 * i + 1], 0xAA);
+    const __m256i t0 = _mm256_unpacklo_epi32(v[0], v[1]), t1 = _mm256_unpackhi_epi32(v[0], v[1]);
+    const __m256i t2 = _mm256_unpacklo_epi32(v[2], v[3]), t3 = _mm256_unpackhi_epi32(v[2], v[3]);
+    const __m256i l[4] = { _mm256_unpacklo_epi64(t0, t2), _mm256_unpackhi_epi64(t0, t2),
+                           _mm256_unpacklo_epi64(t1, t3), _mm256_unpackhi_epi64(t1, t3) };
+    for (int i = 0; i < 4; i++) {
+        store_halves(y + i * yl, _mm256_castsi256_si128(l[i]), STREAM);
+        store_halves(y + (i + 4) * yl, _mm256_extracti128_si256(l[i], 1), STREAM);
+    }
+}
+
+/* A row block's float16 outputs, h[j] the 8 lines' step j (memory order), stored as 16 bytes a
+ * line after an 8 x 8 transpose of 16-bit lanes */
+AVX2_INLINE void f16_rows_out(uint16_t *y, int64_t yl, const __m128i h[8], const int STREAM)
+{
+    __m128i a[8], b[8];
+    for (int i = 0; i < 4; i++) { /* lines 0-3 (a[2i]) and 4-7 (a[2i + 1]) of steps 2i, 2i + 1 */
+        a[2 * i] = _mm_unpacklo_epi16(h[2 * i], h[2 * i + 1]);
+        a[2 * i + 1] = _mm_unpackhi_epi16(h[2 * i], h[2 * i + 1]);
+    }
+    for (int i = 0; i < 2; i++) /* steps 4i to 4i + 3 of two lines: b[4i + q] lines 2q, 2q + 1 */
+        for (int p = 0; p < 2; p++) {
+            b[4 * i + 2 * p] = _mm_unpacklo_epi32(a[4 * i + p], a[4 * i + 2 + p]);
+            b[4 * i + 2 * p + 1] = _mm_unpackhi_epi32(a[4 * i + p], a[4 * i + 2 + p]);
+        }
+    for (int p = 0; p < 4; p++) {
+        store_halves(y + 2 * p * yl, _mm_unpacklo_epi64(b[p], b[4 + p]), STREAM);
+        store_halves(y + (2 * p + 1) * yl, _mm_unpackhi_epi64(b[p], b[4 + p]), STREAM);
+    }
+}
+
+/* Streaming stores of part of a 64-byte line whose rest follows later (the half types' 16 bytes a
+ * line of a block) leave the line to go out piecemeal, which on Zen 3 makes the walk far slower
+ * than plain stores would: the half types' kernels gather whole lines in a buffer and stream those.
+ * One line of 32 halves from buf to y (64-byte aligned); rows: 8 lines, 32 halves apart in buf. */
+AVX2_INLINE void stream_line(uint16_t *y, const uint16_t *buf)
+{
+    _mm256_stream_si256((__m256i *)(void *)y, _mm256_load_si256((const __m256i *)(const void *)buf));
+    _mm256_stream_si256((__m256i *)(void *)(y + 16), _mm256_load_si256((const __m256i *)(const void *)(buf + 16)));
+}
+
+AVX2_INLINE void stream_lines(uint16_t *y, int64_t yl, const uint16_t *buf)
+{
+    for (int l = 0; l < 8; l++) stream_line(y + l * yl, buf + 32 * l);
 }
 
 /* Columns on AVX2: lines [l0, l1) (a multiple of 8 of them) over every step, their accumulators in
@@ -77,7 +171,7 @@ AVX2_INLINE void store8d_bf16(uint16_t *p, __m256d a, __m256d b, const int STREA
  * row just stored (x and out laid out alike, both starting on a page), and a load that follows such
  * a store waits for it. */
 #define COLS_AVX2(IO)                                                                               \
-    AVX2_INLINE void cols_pass_avx2##IO(const elem##IO *x, const unsigned char *m, elem##IO *y, int64_t xs, \
+    AVX2_INLINE void cols_pass_avx2##IO(const elem##IO *x, const unsigned char *m, elem##IO *yk, int64_t xs, \
                                         int64_t ms, int64_t ys, int64_t l, int64_t k0, const int ns, \
                                         int64_t empty, __m256d *s0, __m256d *s1, const int PROD,   \
                                         const int EXCL, const int MASKED, const int STREAM)         \
@@ -99,7 +193,7 @@ AVX2_INLINE void store8d_bf16(uint16_t *p, __m256d a, __m256d b, const int STREA
                 v0 = _mm256_blendv_pd(v0, masked, _mm256_castsi256_pd(empty_lanes64(empty, l)));    \
                 v1 = _mm256_blendv_pd(v1, masked, _mm256_castsi256_pd(empty_lanes64(empty, l + 4))); \
             }                                                                                       \
-            store8d##IO(y + k * ys + l, v0, v1, STREAM);                                            \
+            store8d##IO(yk + s * ys, v0, v1, STREAM);                                               \
         }                                                                                           \
     }                                                                                               \
     AVX2_INLINE void cols_avx2##IO(const cs_float_tile *a, double *acc, int64_t l0, int64_t l1, const int PROD, \
@@ -111,17 +205,27 @@ AVX2_INLINE void store8d_bf16(uint16_t *p, __m256d a, __m256d b, const int STREA
         elem##IO *const y = a->y;                                                                   \
         const unsigned char *const m = a->m;                                                        \
         const int64_t xs = a->xs, ys = a->ys, ms = a->ms, n = a->n, empty = a->empty;               \
+        /* the half types streamed: 32 lines (l1 - l0 a multiple of them) into a buffer a step, each \
+         * step's 64 bytes then streamed at once (see stream_lines) */                               \
+        const int gather = sizeof(elem##IO) == 2 && STREAM, gl = gather ? 32 : 8;                  \
+        uint16_t buf[4 * 32] __attribute__((aligned(64)));                                          \
         for (int64_t k0 = 0; k0 < n; k0 += 4) {                                                     \
             const int ns = n - k0 < 4 ? (int)(n - k0) : 4;                                          \
-            for (int64_t l = l0; l < l1; l += 8) {                                                  \
-                __m256d s0 = _mm256_loadu_pd(acc + l), s1 = _mm256_loadu_pd(acc + l + 4);          \
-                if (ns == 4) /* the steps a constant, so that v[] stays in registers */             \
-                    cols_pass_avx2##IO(x, m, y, xs, ms, ys, l, k0, 4, empty, &s0, &s1, PROD, EXCL, MASKED, STREAM); \
-                else                                                                                \
-                    cols_pass_avx2##IO(x, m, y, xs, ms, ys, l, k0, ns, empty, &s0, &s1, PROD, EXCL, MASKED, STREAM); \
-                _mm256_storeu_pd(acc + l, s0);                                                      \
-                _mm256_storeu_pd(acc + l + 4, s1);                                                  \
-            }                                                                                       \
+            for (int64_t lg = l0; lg < l1; lg += gl)                                                \
+                for (int64_t l = lg; l < lg + gl; l += 8) {                                         \
+                    __m256d s0 = _mm256_loadu_pd(acc + l), s1 = _mm256_loadu_pd(acc + l + 4);      \
+                    elem##IO *yk = gather ? (elem##IO *)(void *)(buf + (l - lg)) : y + k0 * ys + l; \
+                    const int64_t yks = gather ? 32 : ys, st = gather ? 0 : STREAM;                 \
+                    if (ns == 4) /* the steps a constant, so that v[] stays in registers */         \
+                        cols_pass_avx2##IO(x, m, yk, xs, ms, yks, l, k0, 4, empty, &s0, &s1, PROD, EXCL, MASKED, st); \
+                    else                                                                            \
+                        cols_pass_avx2##IO(x, m, yk, xs, ms, yks, l, k0, ns, empty, &s0, &s1, PROD, EXCL, MASKED, st); \
+                    _mm256_storeu_pd(acc + l, s0);                                                  \
+                    _mm256_storeu_pd(acc + l + 4, s1);                                              \
+                    if (gather && l + 8 == lg + gl)                                                 \
+                        for (int s = 0; s < ns; s++)                                                \
+                            stream_line((uint16_t *)(void *)(y + (k0 + s) * ys + lg), buf + 32 * s); \
+                }                                                                                   \
         }                                                                                           \
     }
 COLS_AVX2(_f64)
@@ -129,34 +233,22 @@ COLS_AVX2(_f32)
 COLS_AVX2(_f16)
 COLS_AVX2(_bf16)
 
-/* Four outputs of a block as floats (exact for the half types, see half_grid4) */
+/* Four outputs of a block as floats, for float32 lines along the scan (the half types' go through
+ * f16_rows_out and bf16_rows_out; their names keep the one body of block_avx2 compiling) */
+enum { F16_f32 = 0, F16_f16 = 1, F16_bf16 = 0, BF16_f32 = 0, BF16_f16 = 0, BF16_bf16 = 1 };
 AVX2_INLINE __m128 out4_f32(__m256d d) { return _mm256_cvtpd_ps(d); }
-AVX2_INLINE __m128 out4_f16(__m256d d) { return _mm256_cvtpd_ps(half_grid4(d, 0)); }
-AVX2_INLINE __m128 out4_bf16(__m256d d) { return _mm256_cvtpd_ps(half_grid4(d, 1)); }
-/* two lines' four outputs as one vector of halves: line a's below line b's */
-AVX2_INLINE __m128i pair4_f16(__m128 a, __m128 b)
-{
-    const int rn = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
-    return _mm_unpacklo_epi64(_mm_cvtps_ph(a, rn), _mm_cvtps_ph(b, rn));
-}
-AVX2_INLINE __m128i pair4_bf16(__m128 a, __m128 b)
-{
-    return _mm_packus_epi32(_mm_srli_epi32(_mm_castps_si128(a), 16), _mm_srli_epi32(_mm_castps_si128(b), 16));
-}
-/* never called: float32 lines store their four steps as they come (this keeps the one body of
- * block_avx2 compiling for every output type) */
-AVX2_INLINE __m128i pair4_f32(__m128 a, __m128 b) { return _mm_castps_si128(_mm_movelh_ps(a, b)); }
+#define out4_f16 out4_f32
+#define out4_bf16 out4_f32
 
 /* A block on AVX2: 8 steps from walk step k of 8 lines. Each side's lines run along the scan (ALONG:
  * line l's block at p + l * pl + at, its lowest address, at = BACK ? -(k + 7) : k) or lie next to
  * each other (step k + s of the 8 lines from p + (k + s) * ps). Lines along the scan load as 8 floats
  * each and go through the part of an 8 x 8 transpose that stays within the 16-byte halves of a
  * vector into a buffer, whence each step's four lines convert to doubles as they load; lines next
- * to each other convert as they load. Outputs along the scan go back through 4 x 4 transposes of
- * 16-byte vectors, four steps at a time; the half types pair two
- * lines' four steps in one vector until the other four join them, so that each line's 16 bytes are
- * stored at once. So little crosses the halves of a vector besides the conversions to float (see
- * load4_f64). */
+ * to each other convert as they load. Float outputs along the scan go back through 4 x 4 transposes
+ * of 16-byte vectors, four steps at a time; the half types' as 16-bit lanes once all 8 steps are in
+ * (f16_rows_out, bf16_rows_out), so that each line's 16 bytes are stored at once. So little crosses
+ * the halves of a vector besides the conversions to float (see load4_f64). */
 #define BLOCK_AVX2(IN, OUT)                                                                         \
     AVX2_INLINE void block_avx2##IN##OUT(const elem##IN *x, const unsigned char *m, elem##OUT *y, int64_t xl, \
                                          int64_t xs, int64_t ml, int64_t ms, int64_t yl, int64_t ys, int64_t k, \
@@ -193,7 +285,9 @@ AVX2_INLINE __m128i pair4_f32(__m128 a, __m128 b) { return _mm_castps_si128(_mm_
                 if (MASKED) r[l] = mask_f32(r[l], m + l * ml + nat, masked);                        \
             }                                                                                       \
         }                                                                                           \
-        __m128i pairs[2][4]; /* the half types: [quad][line pair] */                                \
+        __m256i u16[8], redo = _mm256_setzero_si256(); /* bfloat16 rows: see bf16_rows_out */       \
+        __m128i h16[8]; /* float16 rows: see f16_rows_out */                                        \
+        __m256d dd[8][2]; /* their doubles, for bf16_grid8 */                                       \
         for (int qw = 0; qw < 2; qw++) { /* four steps in walk order */                             \
             __m128 o[8];                                                                            \
             for (int i = 0; i < 4; i++) {                                                           \
@@ -216,32 +310,36 @@ AVX2_INLINE __m128i pair4_f32(__m128 a, __m128 b) { return _mm_castps_si128(_mm_
                     b = _mm256_blendv_pd(b, identity, _mm256_castsi256_pd(empty_lanes64(empty, 4))); \
                 }                                                                                   \
                 if (!YALONG) store8d##OUT(y + (k + s) * ys, a, b, STREAM);                          \
+                else if (BF16##OUT) u16[j] = bf16_near8(a, b, &redo), dd[j][0] = a, dd[j][1] = b;     \
+                else if (F16##OUT) h16[j] = _mm256_cvtps_ph(_mm256_set_m128(odd4_f16(b), odd4_f16(a)), \
+                                                            _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); \
                 else o[j & 3] = out4##OUT(a), o[4 + (j & 3)] = out4##OUT(b);                        \
             }                                                                                       \
-            if (!YALONG) continue;                                                                  \
+            if (!YALONG || BF16##OUT || F16##OUT) continue;                                         \
             const int q = BACK ? 1 - qw : qw; /* the quad's place in memory */                      \
             _MM_TRANSPOSE4_PS(o[0], o[1], o[2], o[3]);                                              \
             _MM_TRANSPOSE4_PS(o[4], o[5], o[6], o[7]);                                              \
-            if (sizeof(elem##OUT) == 4) {                                                           \
-                for (int l = 0; l < 8; l++) {                                                       \
-                    float *at_y = (float *)(void *)(y + l * yl + at + 4 * q);                       \
-                    if (STREAM) _mm_stream_ps(at_y, o[l]);                                          \
-                    else _mm_storeu_ps(at_y, o[l]);                                                 \
-                }                                                                                   \
-            } else {                                                                                \
-                for (int p = 0; p < 4; p++) pairs[q][p] = pair4##OUT(o[2 * p], o[2 * p + 1]);       \
+            for (int l = 0; l < 8; l++) {                                                           \
+                float *at_y = (float *)(void *)(y + l * yl + at + 4 * q);                           \
+                if (STREAM) _mm_stream_ps(at_y, o[l]);                                              \
+                else _mm_storeu_ps(at_y, o[l]);                                                     \
             }                                                                                       \
         }                                                                                           \
-        if (YALONG && sizeof(elem##OUT) == 2)                                                       \
-            for (int p = 0; p < 4; p++) {                                                           \
-                uint16_t *y0 = (uint16_t *)(void *)(y + 2 * p * yl + at), *y1 = (uint16_t *)(void *)(y + (2 * p + 1) * yl + at); \
-                store_halves(y0, _mm_unpacklo_epi64(pairs[0][p], pairs[1][p]), STREAM);             \
-                store_halves(y1, _mm_unpackhi_epi64(pairs[0][p], pairs[1][p]), STREAM);             \
+        if (YALONG && BF16##OUT) {                                                                  \
+            for (int j = 0; j < 8 && !_mm256_testz_si256(redo, redo); j++) {                        \
+                __m256i lanes = _mm256_setzero_si256();                                             \
+                bf16_near8(dd[j][0], dd[j][1], &lanes);                                             \
+                if (bf16_moved(dd[j][0], dd[j][1], lanes)) u16[j] = bf16_grid8(dd[j][0], dd[j][1]); \
             }                                                                                       \
+            bf16_rows_out((uint16_t *)(void *)(y + at), yl, u16, STREAM);                           \
+        } else if (YALONG && F16##OUT) {                                                            \
+            f16_rows_out((uint16_t *)(void *)(y + at), yl, h16, STREAM);                            \
+        }                                                                                           \
     }                                                                                               \
                                                                                                     \
     /* Rows: steps [k0, k1) in blocks of 8, one after the other (so that each line's 64 bytes are   \
-     * read and written within two blocks) */                                                       \
+     * read and written within two blocks; the half types' four blocks, when streamed, through a    \
+     * buffer, so that each line's 64 bytes go out at once) */                                      \
     AVX2_INLINE void rows_avx2##IN##OUT(const cs_float_tile *a, double *acc, int64_t k0, int64_t k1, const int PROD, \
                                         const int EXCL, const int BACK, const int MASKED, const int STREAM) \
     {                                                                                               \
@@ -252,7 +350,18 @@ AVX2_INLINE __m128i pair4_f32(__m128 a, __m128 b) { return _mm_castps_si128(_mm_
         const int64_t xl = a->xl, ml = a->ml, yl = a->yl, empty = a->empty;                         \
         __m256d lo = _mm256_loadu_pd(acc), hi = _mm256_loadu_pd(acc + 4);                           \
         __m256 r[8];                                                                                \
-        for (int64_t k = k0; k < k1; k += 8)                                                        \
+        int64_t k = k0;                                                                             \
+        if (sizeof(elem##OUT) == 2 && STREAM) /* k1 - k0 a multiple of 32: see stream_lines */     \
+            for (; k < k1; k += 32) {                                                               \
+                uint16_t buf[8 * 32] __attribute__((aligned(64)));                                  \
+                const int64_t sh = BACK ? -k : k; /* the blocks' steps counted from k */            \
+                for (int b = 0; b < 32; b += 8)                                                     \
+                    block_avx2##IN##OUT(x + sh, MASKED ? m + sh : m, (elem##OUT *)(void *)(buf + (BACK ? 31 : 0)), \
+                                        xl, 0, ml, 0, 32, 0, b, &lo, &hi, k + b == 0 ? empty : 0, r, \
+                                        k + b > k0, k + b + 8 < k1, PROD, EXCL, BACK, MASKED, 0, 1, 1); \
+                stream_lines((uint16_t *)(void *)y + (BACK ? -(k + 31) : k), yl, buf);             \
+            }                                                                                       \
+        for (; k < k1; k += 8)                                                                      \
             block_avx2##IN##OUT(x, m, y, xl, 0, ml, 0, yl, 0, k, &lo, &hi, k == 0 ? empty : 0, r, k > k0, \
                                 k + 8 < k1, PROD, EXCL, BACK, MASKED, STREAM, 1, 1);                \
         _mm256_storeu_pd(acc, lo);                                                                  \
