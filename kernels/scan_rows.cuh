@@ -157,7 +157,10 @@ __device__ __forceinline__ RowSpan row_span(const RowsArgs &a, int64_t unit)
 
 // One tile's scan: load (issued early, so a block walking a line loads its next tile while it scans
 // the current one), then scan_and_store; the line-piece kernel uses the chunk-wise parts.
-template <class S, int VEC, bool SEG, int BYTES, bool WARP_TILES = false>
+// FLAT_MASKED_LOADS: a masked tile's loads are issued with no branch around them (see load_chunk):
+// the one-tile kernel, and blocks walking lines of 2-byte inputs; the other line walks and the line
+// pieces keep the guarded loads, which ran faster there (bench/NOTES.md).
+template <class S, int VEC, bool SEG, int BYTES, bool WARP_TILES = false, bool FLAT_MASKED_LOADS = false>
 struct RowTileScan {
     using InT = typename S::InT;
     using AccT = typename S::AccT;
@@ -197,7 +200,27 @@ struct RowTileScan {
         const InT *x = static_cast<const InT *>(a.x) + sp.ox;
         const unsigned char *m = a.mask + sp.om;
         const int e0 = warp * Tile::WARP_SPAN + k * 32 * VEC + lane * VEC;
-        if (e0 < sp.count) {
+        if constexpr (MASKED && FLAT_MASKED_LOADS) {
+            // x and the mask are loaded whatever the mask says and wherever the chunk lies (past the
+            // tile's end it reads the tile's first vector, a place every tile has, and drops it): with
+            // no load under a branch, every chunk's loads are in flight together, as unmasked
+            const bool in = e0 < sp.count;
+            const int e = in ? e0 : 0;
+            const int64_t p = sp.pbase + (REVERSE ? sp.count - e - VEC : e);
+            if constexpr (VEC > 1) {
+                const Vec<InT, VEC> xv = load_vec_hinted<InT, VEC, H>(x + p);
+                const Vec<unsigned char, VEC> mv = load_vec_hinted<unsigned char, VEC, H>(m + p);
+#pragma unroll
+                for (int j = 0; j < VEC; j++) {
+                    const int s = REVERSE ? VEC - 1 - j : j;
+                    v[j] = !in ? S::in_identity() : mv.v[s] ? xv.v[s] : S::in_zero();
+                }
+            } else {
+                const InT xe = load_hinted<H>(x + p * a.sx);
+                const unsigned char me = load_hinted<H>(m + p * a.sm);
+                v[0] = !in ? S::in_identity() : me ? xe : S::in_zero();
+            }
+        } else if (e0 < sp.count) {
             const int64_t p = sp.pbase + (REVERSE ? sp.count - e0 - VEC : e0);
             if constexpr (VEC > 1) {
                 Vec<InT, VEC> xv = load_vec_hinted<InT, VEC, H>(x + p);
@@ -790,7 +813,7 @@ __global__ void __launch_bounds__(S::P::kRowWarps * kWarp, S::FLAGGED ? S::P::kR
 scan_rows_kernel(const RowsArgs a)
 {
     if constexpr (policy_active<typename S::P>()) {
-        using T = RowTileScan<S, VEC, SEG, kOneTileBytes<S>>;
+        using T = RowTileScan<S, VEC, SEG, kOneTileBytes<S>, false, true>;
         __shared__ typename T::Shared sh;
         typename T::Regs r;
         T::load(a, blockIdx.x, r);
@@ -897,7 +920,7 @@ scan_line_pieces_kernel(const RowsArgs a, const LineStatus<typename S::AccT> st,
 template <class S, int VEC>
 __device__ __forceinline__ void scan_whole_lines(const RowsArgs &a)
 {
-    using T = RowTileScan<S, VEC, false, kLineTileBytes<S>>;
+    using T = RowTileScan<S, VEC, false, kLineTileBytes<S>, false, sizeof(typename S::InT) == 2>;
     using AccT = typename S::AccT;
     __shared__ typename T::Shared sh;
     const int64_t first = (int64_t)blockIdx.x * a.tiles_per_line;

@@ -173,22 +173,30 @@ struct SlabScan {
     // stage by the thread that copied them.
     static constexpr bool ASYNC_STAGE = !FLAGGED && std::is_same_v<InT, OutT> && sizeof(InT) * VIN == 16;
 
+    // Issues f(k, i, g) for each of this thread's vectors i (the k-th; at stream position g) that
+    // lies whole in the stream, all before anything waits on them; full[k] says which did.
+    template <typename At, typename F>
+    __device__ __forceinline__ static void each_full_vector(const SlabArgs &a, int nv, At &&at, bool (&full)[NV], F &&f)
+    {
+#pragma unroll
+        for (int k = 0; k < NV; k++) {
+            const int i = threadIdx.x + k * THREADS;
+            const int64_t g = at(i);
+            full[k] = i < nv && g + VIN <= a.total;
+            if (full[k]) f(k, i, g);
+        }
+    }
+
     template <typename At>
     __device__ __forceinline__ static void load_vectors_async(const SlabArgs &a, int nv, At &&at, Shared &sh)
     {
         const InT *x = static_cast<const InT *>(a.x);
         Vec<unsigned char, VIN> mv[S::MASKED ? NV : 1];
         bool full[NV];
-#pragma unroll
-        for (int k = 0; k < NV; k++) {
-            const int i = threadIdx.x + k * THREADS;
-            const int64_t g = at(i);
-            full[k] = i < nv && g + VIN <= a.total;
-            if (full[k]) {
-                cp_async16(sh.stage + i * VIN, x + g);
-                if constexpr (S::MASKED) mv[k] = load_vec<unsigned char, VIN>(a.mask + g);
-            }
-        }
+        each_full_vector(a, nv, at, full, [&](int k, int i, int64_t g) {
+            cp_async16(sh.stage + i * VIN, x + g);
+            if constexpr (S::MASKED) mv[k] = load_vec<unsigned char, VIN>(a.mask + g);
+        });
 #pragma unroll
         for (int k = 0; k < NV; k++) {
             const int i = threadIdx.x + k * THREADS;
@@ -223,20 +231,14 @@ struct SlabScan {
         Vec<InT, VIN> xv[NV];
         Vec<unsigned char, VIN> mv[NV], rv[FLAGGED ? NV : 1];
         bool full[NV];
-#pragma unroll
-        for (int k = 0; k < NV; k++) {
-            const int i = threadIdx.x + k * THREADS;
-            const int64_t g = at(i);
-            full[k] = i < nv && g + VIN <= a.total;
-            if (full[k]) {
-                xv[k] = load_vec<InT, VIN>(x + g);
-                if constexpr (S::MASKED) mv[k] = load_vec<unsigned char, VIN>(a.mask + g);
-                if constexpr (FLAGGED) {
-                    if (a.mask) mv[k] = load_vec<unsigned char, VIN>(a.mask + g);
-                    if (a.reset) rv[k] = load_vec<unsigned char, VIN>(a.reset + g);
-                }
+        each_full_vector(a, nv, at, full, [&](int k, int, int64_t g) {
+            xv[k] = load_vec<InT, VIN>(x + g);
+            if constexpr (S::MASKED) mv[k] = load_vec<unsigned char, VIN>(a.mask + g);
+            if constexpr (FLAGGED) {
+                if (a.mask) mv[k] = load_vec<unsigned char, VIN>(a.mask + g);
+                if (a.reset) rv[k] = load_vec<unsigned char, VIN>(a.reset + g);
             }
-        }
+        });
 #pragma unroll
         for (int k = 0; k < NV; k++) {
             const int i = threadIdx.x + k * THREADS;
