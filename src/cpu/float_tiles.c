@@ -8,7 +8,7 @@
  *          transposed input into a contiguous result, or the reverse): one transpose a block.
  * Every output is the in-order float64 prefix of its line rounded once, as in the other walks (the
  * half types through floats rounded to odd, see odd4_f16 and odd8_avx512, but for bfloat16 on AVX2,
- * rounded in doubles on its own grid, see half_grid4).
+ * through the nearest float, see bf16_round8).
  * Stores bypass the caches (streaming stores) when the caller says the output is larger than they
  * are and the stores can be aligned: the output is then written once instead of read, merged and
  * written back. Streaming stores are weakly ordered: each thread that may have made them calls

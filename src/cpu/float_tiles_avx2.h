@@ -104,10 +104,16 @@ AVX2_INLINE __m256i bf16_grid8(__m256d a, __m256d b)
     return _mm256_castps_si256(_mm256_set_m128(_mm256_cvtpd_ps(half_grid4(b, 1)), _mm256_cvtpd_ps(half_grid4(a, 1))));
 }
 
-AVX2_INLINE void store8d_bf16(uint16_t *p, __m256d a, __m256d b, const int STREAM)
+/* Eight doubles as bfloat16 (in each lane's top half), each rounded once */
+AVX2_INLINE __m256i bf16_round8(__m256d a, __m256d b)
 {
     __m256i redo = _mm256_setzero_si256(), u = bf16_near8(a, b, &redo);
-    if (!_mm256_testz_si256(redo, redo) && bf16_moved(a, b, redo)) u = bf16_grid8(a, b);
+    return !_mm256_testz_si256(redo, redo) && bf16_moved(a, b, redo) ? bf16_grid8(a, b) : u;
+}
+
+AVX2_INLINE void store8d_bf16(uint16_t *p, __m256d a, __m256d b, const int STREAM)
+{
+    const __m256i u = bf16_round8(a, b);
     const __m256i h = _mm256_srli_epi32(u, 16);
     store_halves(p, _mm_packus_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)), STREAM);
 }
@@ -326,11 +332,8 @@ AVX2_INLINE __m128 out4_f32(__m256d d) { return _mm256_cvtpd_ps(d); }
             }                                                                                       \
         }                                                                                           \
         if (YALONG && BF16##OUT) {                                                                  \
-            for (int j = 0; j < 8 && !_mm256_testz_si256(redo, redo); j++) {                        \
-                __m256i lanes = _mm256_setzero_si256();                                             \
-                bf16_near8(dd[j][0], dd[j][1], &lanes);                                             \
-                if (bf16_moved(dd[j][0], dd[j][1], lanes)) u16[j] = bf16_grid8(dd[j][0], dd[j][1]); \
-            }                                                                                       \
+            if (!_mm256_testz_si256(redo, redo)) /* a step may need the double grid: each again */ \
+                for (int j = 0; j < 8; j++) u16[j] = bf16_round8(dd[j][0], dd[j][1]);              \
             bf16_rows_out((uint16_t *)(void *)(y + at), yl, u16, STREAM);                           \
         } else if (YALONG && F16##OUT) {                                                            \
             f16_rows_out((uint16_t *)(void *)(y + at), yl, h16, STREAM);                            \
