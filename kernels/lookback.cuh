@@ -32,9 +32,19 @@ struct WorkQueue {
     unsigned *done;      // blocks done taking units; the last one resets both words for the next launch
     int64_t units;
 
+    // The next id for the whole block (a block barrier). Block-wide.
     __device__ __forceinline__ int64_t take(int64_t *slot, int &parity) const
     {
-        if (threadIdx.x == 0) slot[parity] = atomicAdd(counter, 1u);
+        return receive(slot, parity, ask());
+    }
+    // take in two halves, so that the counter's round trip overlaps other work: thread 0 asks,
+    // later the block receives what it got (a block barrier). A block that asks ahead holds two
+    // ids, but asks in increasing order, so the holder of the lowest unfinished id is working on
+    // it and never waits: the order argument above still holds.
+    __device__ __forceinline__ unsigned ask() const { return threadIdx.x == 0 ? atomicAdd(counter, 1u) : 0u; }
+    __device__ __forceinline__ int64_t receive(int64_t *slot, int &parity, unsigned asked) const
+    {
+        if (threadIdx.x == 0) slot[parity] = asked;
         __syncthreads();
         const int64_t u = slot[parity];
         parity ^= 1;

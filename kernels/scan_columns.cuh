@@ -78,10 +78,17 @@ struct ColumnUnitScan {
         unsigned long long keep, reset;   // flagged scans: bit i * CV + j for row i, column j
     };
 
+    static constexpr int MASK_ROW_VECS = 2 * CV;   // 16-byte vectors of a warp's mask row (32 * CV bytes)
+
     // Column totals of each warp row: [warp row][column], or for the flagged scans' larger states
     // packed as [warp row * unit width + column] (warps_down * width is THREADS * CV).
     struct Shared {
-        AccT total[FLAGGED ? 1 : WARPS][THREADS * CV];
+        // the totals are free while a unit loads: the warps' mask rows are staged there (load ends
+        // with a block barrier before any warp writes its totals)
+        union {
+            AccT total[FLAGGED ? 1 : WARPS][THREADS * CV];
+            uint4 mask_rows[FLAGGED ? 1 : WARPS][FLAGGED ? 1 : MAX_ROWS * MASK_ROW_VECS];
+        };
         AccT prefix[THREADS * CV];   // column words: the prefixes the top warps found, for the rest
         int distance;
     };
@@ -132,31 +139,91 @@ struct ColumnUnitScan {
     }
 
     // One moving pointer per operand, so the loads need no address registers. Unmasked, each row
-    // is loaded under its own guard. Masked, every row is loaded unconditionally (rows past the end
-    // read the line's first element again) and a select puts zero where the mask is false and the
-    // identity where a row does not exist (so a NaN under a false mask never reaches the sums):
-    // guarded byte loads of the mask serialise behind branches (bench/NOTES.md, v4 and v5).
-    __device__ __forceinline__ static void load(const ColumnsArgs &a, int64_t unit, Regs &r)
+    // is loaded under its own guard. Masked, the mask's rows of a warp's columns are read one row a
+    // lane in 16-byte vectors and turned into a bit a row through shared memory where their layout
+    // allows (mask_bits), then x is loaded as unmasked: a byte load a row would hold a register a
+    // row while in flight, and those registers are x's rows in flight. Elsewhere every row is loaded
+    // unconditionally (rows past the end read the line's first element again) and a select puts
+    // zero where the mask is false and the identity where a row does not exist (so a NaN under a
+    // false mask never reaches the sums): guarded byte loads of the mask serialise behind branches
+    // (bench/NOTES.md, v4 and v5).
+    __device__ __forceinline__ static void load(const ColumnsArgs &a, int64_t unit, Regs &r, Shared &sh)
     {
         const Place pl = place(a, unit);
         if constexpr (FLAGGED) load_flags(a, pl, r);
         if constexpr (!S::MASKED) {
-            const int64_t step_x = S::REVERSE ? -a.sx : a.sx;
-            const InT *px = static_cast<const InT *>(a.x) + pl.xoff;
+            load_rows(a, pl, r);
+        } else if (!FLAGGED && mask_rows_in_vectors(a, pl)) {
+            load_rows(a, pl, r);   // (first: the stage's warp barrier would hold x's loads back)
+            unsigned bits[CV];
+            mask_bits(a, pl, bits, sh);
 #pragma unroll
-            for (int i = 0; i < MAX_ROWS; i++) {
-                if (i < pl.nrows) {
-                    r.v[i] = load_vec<InT, CV>(px);
-                } else {
+            for (int i = 0; i < MAX_ROWS; i++)
 #pragma unroll
-                    for (int j = 0; j < CV; j++) r.v[i].v[j] = S::in_identity();
-                }
-                px += step_x;
-            }
+                for (int j = 0; j < CV; j++)
+                    if (i < pl.nrows && !((bits[j] >> i) & 1u)) r.v[i].v[j] = S::in_zero();
         } else if (a.rows_per_warp <= MAX_ROWS / 2) {
             load_masked<MAX_ROWS / 2>(a, pl, r);   // short columns: no loads wasted
         } else {
             load_masked<MAX_ROWS>(a, pl, r);
+        }
+        if constexpr (S::MASKED && !FLAGGED) __syncthreads();   // every stage read before the totals reuse it
+    }
+
+    // x's rows, each under its own guard; rows that do not exist are the identity.
+    __device__ __forceinline__ static void load_rows(const ColumnsArgs &a, const Place &pl, Regs &r)
+    {
+        const int64_t step_x = S::REVERSE ? -a.sx : a.sx;
+        const InT *px = static_cast<const InT *>(a.x) + pl.xoff;
+#pragma unroll
+        for (int i = 0; i < MAX_ROWS; i++) {
+            if (i < pl.nrows) {
+                r.v[i] = load_vec<InT, CV>(px);
+            } else {
+#pragma unroll
+                for (int j = 0; j < CV; j++) r.v[i].v[j] = S::in_identity();
+            }
+            px += step_x;
+        }
+    }
+
+    // Whether the warp's mask rows can be read in 16-byte vectors: its columns are contiguous in the
+    // mask and all inside the strip, and every row starts 16-byte aligned. The same for every lane of
+    // a warp (its first column, its rows and the mask's strides are), as its shared stage needs.
+    __device__ __forceinline__ static bool mask_rows_in_vectors(const ColumnsArgs &a, const Place &pl)
+    {
+        const int lane = threadIdx.x & 31;
+        const unsigned char *row = a.mask + (pl.moff - lane * CV);
+        return a.im == 1 && a.sm % 16 == 0 && reinterpret_cast<uintptr_t>(row) % 16 == 0 &&
+               pl.col - lane * CV + 32 * CV <= a.inner;
+    }
+
+    // bits[j]: bit i set where the mask of this thread's row i, column j is true. Lane i reads row i
+    // of the warp's 32 * CV mask bytes into the warp's stage; each lane then reads its CV bytes of
+    // every row there (a row's lanes read one 32 * CV-byte run: no bank conflicts).
+    __device__ __forceinline__ static void mask_bits(const ColumnsArgs &a, const Place &pl, unsigned (&bits)[CV],
+                                                     Shared &sh)
+    {
+        static_assert(MAX_ROWS <= 32, "a lane reads one row");
+        const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+        const int64_t step_m = S::REVERSE ? -a.sm : a.sm;
+        uint4 *stage = sh.mask_rows[warp];
+        if (lane < pl.nrows) {
+            const uint4 *row = reinterpret_cast<const uint4 *>(a.mask + (pl.moff - lane * CV) + lane * step_m);
+#pragma unroll
+            for (int k = 0; k < MASK_ROW_VECS; k++) stage[lane * MASK_ROW_VECS + k] = row[k];
+        }
+        __syncwarp();
+        const unsigned char *bytes = reinterpret_cast<const unsigned char *>(stage) + lane * CV;
+#pragma unroll
+        for (int j = 0; j < CV; j++) bits[j] = 0;
+#pragma unroll
+        for (int i = 0; i < MAX_ROWS; i++) {
+            if (i < pl.nrows) {
+                const Vec<unsigned char, CV> m = load_vec<unsigned char, CV>(bytes + i * 16 * MASK_ROW_VECS);
+#pragma unroll
+                for (int j = 0; j < CV; j++) bits[j] |= (m.v[j] != 0 ? 1u : 0u) << i;
+            }
         }
     }
 
@@ -542,7 +609,7 @@ scan_columns_kernel(const ColumnsArgs a, const VectorStatus<typename S::AccT> st
             for (int64_t s = q.take(slot, parity); s < q.units; s = q.take(slot, parity)) {
                 T::start_states(a, op, T::place(a, s), carry);
                 for (int64_t u = s; u < s + a.chunks * step; u += step) {
-                    T::load(a, u, r);
+                    T::load(a, u, r, sh);
                     T::template scan_and_store<true>(a, st, cst, u, r, sh, none, carry);
                     __syncthreads();   // sh.total is rewritten by the next unit
                 }
@@ -550,10 +617,14 @@ scan_columns_kernel(const ColumnsArgs a, const VectorStatus<typename S::AccT> st
             q.finish();
             return;
         }
-        for (int64_t u = q.take(slot, parity); u < q.units; u = q.take(slot, parity)) {
-            T::load(a, u, r);
+        // the next unit's id is asked for while this one's rows load (WorkQueue::ask), but by the
+        // flagged scans: the id held through the unit slowed their larger states (bench/NOTES.md)
+        for (int64_t u = q.take(slot, parity); u < q.units;) {
+            const unsigned next = T::FLAGGED ? 0u : q.ask();
+            T::load(a, u, r, sh);
             const typename T::Above ab = T::peek_above(a, st, cst, u);
             T::template scan_and_store<false>(a, st, cst, u, r, sh, ab, carry);
+            u = T::FLAGGED ? q.take(slot, parity) : q.receive(slot, parity, next);
         }
         q.finish();
     }

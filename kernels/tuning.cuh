@@ -65,8 +65,8 @@ struct TuningSm80 {
     static constexpr int kSlabBlocksPerSm4 = 3;
     // masked cumsum / cumprod into 4-byte outputs, and unmasked ones into 2-byte outputs: tiles of
     // their own; a segment read twice from the stage (no hold) leaves registers for larger tiles
-    static constexpr int kSlabTileElementsMasked4 = 4096;
-    static constexpr int kSlabSegRowsMaxMasked4 = 17;
+    static constexpr int kSlabTileElementsMasked4 = 6144;
+    static constexpr int kSlabSegRowsMaxMasked4 = 25;
     static constexpr int kSlabBlocksPerSmMasked4 = 4;
     static constexpr bool kSlabHoldMasked4 = true;
     static constexpr int kSlabTileElements2 = 8192;

@@ -31,15 +31,7 @@ local PAIRS = { { "float32", "float32" }, { "float64", "float64" }, { "float32",
                 { "int64", "int64" }, { "bool", "int32" }, { "float16", "float16" }, { "bfloat16", "bfloat16" },
                 { "float16", "float32" }, { "bfloat16", "float64" } }
 
-local function input(shape, dtype, op, seed, dev)
-  local base = cs.rand(shape, { seed = seed, dtype = "float64", device = dev })
-  if dtype == "bool" then return base:lt(0.5) end
-  if dtype == "int32" or dtype == "int64" then
-    return op == "cumprod" and ((base * 3):to(dtype) - 1) or (base * 2000 - 1000):to(dtype)
-  end
-  if op == "cumprod" then return (base * 0.02 + 0.99):to(dtype) end
-  return (base * 2 - 1):to(dtype)
-end
+local input = H.scan_input
 
 -- CUDA's result against the CPU's for the same values; float32 within 1 ulp.
 local function check(want, got, odtype, op, len)

@@ -543,6 +543,19 @@ function H.tol(odt, op, len)
   return 2e-5, 2e-6 * len
 end
 
+-- Random scan input of a shape and dtype made by the library itself (seeded, on `dev`): bool about
+-- half true, integers in [-1000, 1000] (cumprod: -1, 0, 1, 2), floats in [-1, 1) (cumprod: near 1,
+-- so that long products stay finite).
+function H.scan_input(shape, dtype, op, seed, dev)
+  local base = cs.rand(shape, { seed = seed, dtype = "float64", device = dev })
+  if dtype == "bool" then return base:lt(0.5) end
+  if dtype == "int32" or dtype == "int64" then
+    return op == "cumprod" and ((base * 3):to(dtype) - 1) or (base * 2000 - 1000):to(dtype)
+  end
+  if op == "cumprod" then return (base * 0.02 + 0.99):to(dtype) end
+  return (base * 2 - 1):to(dtype)
+end
+
 -- A poison value to pre-fill `out` with, per dtype.
 function H.poison(dtype)
   if dtype == "float32" or dtype == "float64" or HALF[dtype] then return 0 / 0 end

@@ -16,13 +16,13 @@ struct Tune : TuningSm90 {
     static constexpr int kSlabTileElementsMasked4 = EM, kSlabSegRowsMaxMasked4 = SRM, kSlabBlocksPerSmMasked4 = BM;
     static constexpr bool kSlabHoldMasked4 = HM;
 };
-// V0: tuning.cuh's values; V1-V4: masked 4-byte tiles sized for the asynchronous stage (its
-// vectors need no registers in flight), 2-byte tiles as in V0
-using V0 = Tune<8192, 33, 4, false, 4096, 17, 4, true>;
+// V0: tuning.cuh's values; V1-V3: other masked 4-byte tiles for the asynchronous stage (its
+// vectors need no registers in flight), V4 the masked class before it; 2-byte tiles as in V0
+using V0 = Tune<8192, 33, 4, false, 6144, 25, 4, true>;
 using V1 = Tune<8192, 33, 4, false, 8192, 33, 3, true>;
 using V2 = Tune<8192, 33, 4, false, 8192, 33, 3, false>;
 using V3 = Tune<8192, 33, 4, false, 8192, 33, 4, false>;
-using V4 = Tune<8192, 33, 4, false, 6144, 25, 4, true>;
+using V4 = Tune<8192, 33, 4, false, 4096, 17, 4, true>;
 
 template <class P>
 static cs_status run(const cs_scan_plan *p)
