@@ -352,8 +352,8 @@ cs_status launch_columns(const cs_scan_plan *p, cudaStream_t stream, Report &rep
         static int resident;
         unsigned grid = persistent_grid(kernel, P::kColWarps * kWarp, units, &resident);
         // Walk whole strips when the look-back would wait (the unit above a unit is fewer than a few
-        // rounds of resident blocks back) and the strips fill the block slots evenly (at least 90%
-        // busy through the last round). Masked scans measured no faster walking.
+        // rounds of resident blocks back) and the strips fill the block slots evenly (at least nine
+        // tenths busy through the last round). Masked scans measured no faster walking.
         const int64_t strips = a.col_blocks * a.nouter;
         const int64_t rounds = (strips + resident - 1) / resident;
         bool walk = !masked && a.chunks > 1 && strips < P::kColWalkMaxRounds * (int64_t)resident &&

@@ -64,7 +64,8 @@ struct TuningSm80 {
     static constexpr int kSlabSegRowsMax4 = 33;
     static constexpr int kSlabBlocksPerSm4 = 3;
     // masked cumsum / cumprod into 4-byte outputs, and unmasked ones into 2-byte outputs: tiles of
-    // their own; a segment read twice from the stage (no hold) leaves registers for larger tiles
+    // their own; a segment read twice from the stage (no hold, the 2-byte class) leaves registers
+    // for larger tiles
     static constexpr int kSlabTileElementsMasked4 = 6144;
     static constexpr int kSlabSegRowsMaxMasked4 = 25;
     static constexpr int kSlabBlocksPerSmMasked4 = 4;

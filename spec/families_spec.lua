@@ -33,18 +33,7 @@ local PAIRS = { { "float32", "float32" }, { "float64", "float64" }, { "float32",
 
 local input = H.scan_input
 
--- CUDA's result against the CPU's for the same values; float32 within 1 ulp.
-local function check(want, got, odtype, op, len)
-  assert.equal(want.dtype, got.dtype)
-  if odtype == "int32" or odtype == "int64" then
-    assert.tensor_equal(want, got)
-  elseif odtype == "float32" then
-    assert.tensor_near(want, got, 2 ^ -23, 1e-12 * len)
-  else
-    local rtol, atol = H.tol(odtype, op == "cumprod" and "prod" or "sum", len)
-    assert.tensor_near(want, got, rtol, atol)
-  end
-end
+local check = H.assert_scan_like_cpu
 
 describe("kernel families #cuda", function()
   local it = H.cuda_it()

@@ -556,6 +556,21 @@ function H.scan_input(shape, dtype, op, seed, dev)
   return (base * 2 - 1):to(dtype)
 end
 
+-- A CUDA scan's result against the CPU's of the same values (a scan along `len` elements): integers
+-- exactly, float32 within 1 ulp (both round a float64 prefix once, folded in other orders), the
+-- other floats within H.tol.
+function H.assert_scan_like_cpu(want, got, odtype, op, len)
+  assert.equal(want.dtype, got.dtype)
+  if odtype == "int32" or odtype == "int64" then
+    assert.tensor_equal(want, got)
+  elseif odtype == "float32" then
+    assert.tensor_near(want, got, 2 ^ -23, 1e-12 * len)
+  else
+    local rtol, atol = H.tol(odtype, op == "cumprod" and "prod" or "sum", len)
+    assert.tensor_near(want, got, rtol, atol)
+  end
+end
+
 -- A poison value to pre-fill `out` with, per dtype.
 function H.poison(dtype)
   if dtype == "float32" or dtype == "float64" or HALF[dtype] then return 0 / 0 end
