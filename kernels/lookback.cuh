@@ -364,6 +364,87 @@ __device__ __forceinline__ AccT column_lookback(const Op &op, const ColumnStatus
     return p;
 }
 
+// ---- a strip's pieces joined by a tree of sums ----
+// The prefix of piece q of a strip is not a chain through every piece before it but the fold of
+// at most log2(q) block sums, the blocks that binary q cuts [0, q) into (largest first). Each
+// block sum is a fixed tree of its halves: piece q posts its own total (level 0) and, for every k
+// with 2^k dividing q + 1, the sum of the 2^k pieces ending at q, the previous level's block before
+// it folded with its own. The bits follow from q alone (no timing), and a piece waits for the
+// pieces just before it only as long as their few tree levels take, where a chain of look-backs
+// through a few long strips advances a window of pieces a round trip. Words are packed (status and
+// value), one per (level, block, strip, column); level k holds pieces >> k blocks.
+template <typename AccT>
+struct PieceTree {
+    PackedStatus<std::conditional_t<Wire<AccT>::kFits, AccT, double>> words;   // (unused when AccT does not fit)
+    int64_t pieces, strips;
+    int64_t width;
+
+    // the word of the level-k block that ends at piece `end`
+    __device__ __forceinline__ int64_t at(int k, int64_t end, int64_t strip, int col) const
+    {
+        int64_t base = 0;
+        for (int j = 0; j < k; j++) base += pieces >> j;
+        return ((base + ((end + 1) >> k) - 1) * strips + strip) * width + col;
+    }
+    __device__ __forceinline__ AccT wait(int64_t w) const
+    {
+        AccT v;
+        while (words.poll(w, v) != kInclusive) {}
+        return v;
+    }
+    // The highest block of piece q's prefix (q > 0), the oldest: read early, it is often there.
+    __device__ __forceinline__ bool peek_first(int64_t q, int64_t strip, int col, AccT &v) const
+    {
+        const int b = 63 - __clzll(q);
+        return words.poll(at(b, (1ll << b) - 1, strip, col), v) == kInclusive;
+    }
+    // Posts piece q's total and the blocks it ends; the last piece of a strip posts nothing (no
+    // piece reads it). Per thread, one thread a column.
+    template <typename Op>
+    __device__ __forceinline__ void post(const Op &op, int64_t q, int64_t strip, int col, AccT total) const
+    {
+        if (q + 1 >= pieces) return;
+        AccT s = total;
+        words.post(at(0, q, strip, col), kInclusive, s);
+        for (int k = 1; ((q + 1) & ((1ll << k) - 1)) == 0; k++) {
+            s = op(wait(at(k - 1, q - (1ll << (k - 1)), strip, col)), s);
+            words.post(at(k, q, strip, col), kInclusive, s);
+        }
+    }
+    // The exclusive prefix of piece q > 0: its blocks folded from the first (`first` its sum when
+    // peek_first found it). Four blocks in flight at a time.
+    template <typename Op>
+    __device__ __forceinline__ AccT prefix(const Op &op, int64_t q, int64_t strip, int col, bool have_first,
+                                           AccT first) const
+    {
+        int b = 63 - __clzll(q);
+        AccT p = have_first ? first : wait(at(b, (1ll << b) - 1, strip, col));
+        int64_t start = 1ll << b, rest = q - start;
+        while (rest) {
+            int64_t w[4];
+            AccT v[4];
+            unsigned f[4];
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                w[i] = -1;
+                if (!rest) continue;
+                const int c = 63 - __clzll(rest);
+                start += 1ll << c;
+                rest -= 1ll << c;
+                w[i] = at(c, start - 1, strip, col);
+                f[i] = words.poll(w[i], v[i]);
+            }
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                if (w[i] < 0) continue;
+                if (f[i] != kInclusive) v[i] = wait(w[i]);
+                p = op(p, v[i]);
+            }
+        }
+        return p;
+    }
+};
+
 // Host side: the scratch of one launch. For a line's units (`line`: line pieces) packed words (2
 // 64-bit words a unit) or a fenced status; for strips flags and two value arrays of `width` per
 // unit (none when width is 0); the work queue always.

@@ -458,6 +458,7 @@ cs_status launch_slabs(const cs_scan_plan *p, cudaStream_t stream, Report &rep, 
         if (mode_is(force_mode, "walk")) a.mode = kSlabWalk;
         if (mode_is(force_mode, "lookback")) a.mode = kSlabLookback;
         units = a.mode == kSlabWalk ? a.strips : a.strips * a.pieces;
+        a.tree = a.mode == kSlabLookback && a.strips <= P::kSlabTreeMaxStrips;
     }
     a.units = units;
     if (a.segs > 1) {
@@ -481,9 +482,10 @@ cs_status launch_slabs(const cs_scan_plan *p, cudaStream_t stream, Report &rep, 
     const unsigned grid = a.mode == kSlabWalk ? persistent_grid(scan_slabs_kernel<S, kSlabWalk, false>, T::THREADS, units, &resident)
                                               : (unsigned)units;
     snprintf(rep.detail, sizeof rep.detail,
-             "outer %lld, len %lld, inner %lld; tile %d rows x %d columns, %d segments of %d rows, %lld %s, grid %u%s",
+             "outer %lld, len %lld, inner %lld; tile %d rows x %d columns, %d segments of %d rows, %lld %s, grid %u%s%s",
              (long long)outer, (long long)L, (long long)inner, a.rows, a.width, a.segs, a.seg_rows, (long long)units,
-             a.mode == kSlabWalk ? "strips" : "tiles", grid, a.vec_in ? ", vectors" : "");
+             a.mode == kSlabWalk ? "strips" : "tiles", grid, a.vec_in ? ", vectors" : "",
+             a.tree && Wire<typename S::AccT>::kFits ? ", pieces joined by a tree" : "");
     if (rep.emit()) return CS_OK;
     cs_status st = grid_check(units);
     if (st) return st;

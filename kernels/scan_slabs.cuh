@@ -8,16 +8,17 @@
 //   whole     a tile holds whole slabs (len rows); no tile depends on another;
 //   walk      a slab is longer than a tile: a block takes a strip (one slab, one column block) and
 //             walks its pieces in order, the carry of each column in shared memory;
-//   lookback  few long strips: one piece per block, the pieces of a strip joined by the look-back
-//             with a vector of `width` carries (lookback.cuh; a packed word per column where the
-//             state fits one).
+//   lookback  one piece per block, the pieces of a strip joined by the look-back with a vector of
+//             `width` carries (lookback.cuh; a packed word per column where the state fits one),
+//             or, for a single strip of such words, by a tree of the pieces' sums.
 // In a tile, each column is cut into S segments of SR rows. Thread t scans segment t / ncols of
 // column t % ncols, so the lanes of a warp read neighbouring columns, or the same column SR rows
 // apart with SR odd: either way different banks. A thread folds its segment (pass 1), a block-wide
 // segmented scan of the segment totals (transposed through a small table) gives each segment its
 // prefix, and the thread writes its outputs in place (pass 2). Head rows (a slab's first row in
 // scan order) restart the fold. Every combine's order follows from the shape alone, so a scan gives
-// the same bits on every run, and walking and looking back give the same bits too.
+// the same bits on every run; walking and a chain of look-backs give the same bits too (a tree
+// folds the pieces in its own fixed order).
 // Flagged scans (scan_ops.cuh) stage each element's kept and reset bits in a byte array beside the
 // stage, and write cummax / cummin indices straight from the segments (the stage holds the values).
 #pragma once
@@ -46,6 +47,7 @@ struct SlabArgs {
     FastDiv div_width;        // by W (a full block's columns)
     int exclusive;
     int mode;
+    int tree;                 // lookback: pieces joined by a tree of sums, not a chain (lookback.cuh)
     int64_t units;
     // flagged scans (in x's layout, as every operand of a flat plan)
     const unsigned char *reset;
@@ -96,7 +98,7 @@ struct SlabScan {
                                 : TILE2 ? P::kSlabSegRowsMax2 : P::kSlabSegRowsMax;   // rows a thread holds
     // whole and walking tiles keep a segment in registers between the passes unless its class
     // reads it from the stage twice (the registers of larger tiles)
-    static constexpr bool HOLD = TILEM4 ? P::kSlabHoldMasked4 : TILE2 ? P::kSlabHold2 : true;
+    static constexpr bool HOLD = TILE4 ? P::kSlabHold4 : TILEM4 ? P::kSlabHoldMasked4 : TILE2 ? P::kSlabHold2 : true;
     static constexpr int ITEMS = (P::kSlabMaxWidth > THREADS ? P::kSlabMaxWidth : THREADS);  // table size
     static constexpr int NI = ITEMS / THREADS;                  // table items a thread owns
 
@@ -693,30 +695,41 @@ scan_slabs_kernel(const SlabArgs a, const VectorStatus<typename S::AccT> st, con
         q.finish();
         const SlabTile t = T::tile_of(a, unit);
         if constexpr (Wire<AccT>::kFits) {
-            // packed column words: the predecessor's prefixes are read while the tile's loads fly,
-            // and a column that finds them waits for nothing
+            // packed column words: a chain of inclusive prefixes, each piece's read while the tile's
+            // loads fly (with many strips it has long been posted), or for a single strip a tree
+            // of the strip's piece sums (lookback.cuh), its oldest block read early
             const SlabItems mine = slab_items<T::THREADS>(a.segs, t.ncols);
-            bool ready[2] = { false, false };
+            const int64_t strip = unit % a.strips;
+            const PieceTree<AccT> tree{ cst.aggregate, a.pieces, a.strips, a.width };
+            bool have[2] = { false, false };
             AccT early[2];
             if (t.piece > 0)
 #pragma unroll
                 for (int j = 0; j < 2; j++)
-                    if (j < mine.n) ready[j] = cst.peek(unit - a.strips, mine.cols[j], early[j]);
+                    if (j < mine.n)
+                        have[j] = a.tree ? tree.peek_first(t.piece, strip, mine.cols[j], early[j])
+                                         : cst.peek(unit - a.strips, mine.cols[j], early[j]);
             T::load_tile(a, t, sh);
             __syncthreads();
             // (segments are read from the stage twice: registers stay free for the look-back)
-            scan_staged_tile_as<S, INIT, false>(a, t, sh, [&](const SlabTile &tt, const SlabItems &it, const AccT (&total)[2],
-                                                     AccT (&carry)[2]) {
+            scan_staged_tile_as<S, INIT, false>(
+                a, t, sh, [&](const SlabTile &tt, const SlabItems &it, const AccT (&total)[2], AccT (&carry)[2]) {
 #pragma unroll
-                for (int j = 0; j < 2; j++) {
-                    carry[j] = op.identity();   // a strip's first piece starts from nothing
-                    if (j >= it.n) continue;
-                    if (tt.piece > 0)
-                        carry[j] = ready[j] ? early[j]
-                                            : column_lookback(op, cst, unit, a.strips, it.cols[j], it.owner, total[j]);
-                    if (it.owner) cst.inclusive.post(cst.at(unit, it.cols[j]), kInclusive, op(carry[j], total[j]));
-                }
-            });
+                    for (int j = 0; j < 2; j++) {
+                        carry[j] = op.identity();   // a strip's first piece starts from nothing
+                        if (j >= it.n) continue;
+                        const int c = it.cols[j];
+                        if (a.tree) {
+                            if (it.owner) tree.post(op, tt.piece, strip, c, total[j]);
+                            if (tt.piece > 0) carry[j] = tree.prefix(op, tt.piece, strip, c, have[j], early[j]);
+                        } else {
+                            if (tt.piece > 0)
+                                carry[j] = have[j] ? early[j]
+                                                   : column_lookback(op, cst, unit, a.strips, c, it.owner, total[j]);
+                            if (it.owner) cst.inclusive.post(cst.at(unit, c), kInclusive, op(carry[j], total[j]));
+                        }
+                    }
+                });
         } else {
             T::load_tile(a, t, sh);
             __syncthreads();

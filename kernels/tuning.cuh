@@ -59,10 +59,12 @@ struct TuningSm80 {
     static constexpr int kSlabTileElements = 4096;     // and at most this many elements
     static constexpr int kSlabSegRowsMax = 17;         // rows of a column a thread holds in registers
     // unmasked cumsum / cumprod into 4-byte outputs: twice the tile, so a tile's fixed costs (three
-    // block barriers, the table scan) are shared by the bytes of an 8-byte type's tile
+    // block barriers, the table scan) are shared by the bytes of an 8-byte type's tile; a segment
+    // read twice from the stage leaves the registers for a fourth block an SM
     static constexpr int kSlabTileElements4 = 8192;
     static constexpr int kSlabSegRowsMax4 = 33;
-    static constexpr int kSlabBlocksPerSm4 = 3;
+    static constexpr int kSlabBlocksPerSm4 = 4;
+    static constexpr bool kSlabHold4 = false;
     // masked cumsum / cumprod into 4-byte outputs, and unmasked ones into 2-byte outputs: tiles of
     // their own; a segment read twice from the stage (no hold, the 2-byte class) leaves registers
     // for larger tiles
@@ -76,6 +78,7 @@ struct TuningSm80 {
     static constexpr bool kSlabHold2 = false;
     static constexpr int kSlabMaxWidth = 512;          // columns of a tile whose slab pieces join up
     static constexpr int kSlabWalkMaxStripsPerSm = 0;  // pieces walk their strip below this, else look back
+    static constexpr int kSlabTreeMaxStrips = 1;       // look-backs of this few strips join by a tree
 
     // which family a flat scan takes (scan_launch.cuh): wide inner dims with long lines go to the
     // column family, packed rows of a vector-friendly length to the row family, the rest to slabs

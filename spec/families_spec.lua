@@ -13,8 +13,8 @@ local SHAPES = {
   ["slabs/whole"] = { { 5, 3, 7 }, { 1000, 2, 3 }, { 64, 999, 1 }, { 3, 1, 5 }, { 7, 3, 2000 }, { 33, 4, 128 },
                       { 2, 7, 1 }, { 1, 13, 1 }, { 300, 17, 2 } },
   ["slabs/walk"] = { { 3, 5000, 3 }, { 2, 20000, 1 }, { 4, 700, 600 }, { 5, 300, 64 }, { 3, 9001, 2 } },
-  -- (the long narrow strips hold more pieces than the device runs at once: their columns look
-  -- back as groups through many predecessors)
+  -- (the long narrow strips hold more pieces than the device runs at once: a single strip joins
+  -- its pieces through a tree of their sums, several strips through chains of look-backs)
   ["slabs/lookback"] = { { 3, 5000, 3 }, { 2, 20000, 1 }, { 4, 700, 600 }, { 1, 300, 64 }, { 1, 40000, 5 },
                          { 1, 2000000, 5 }, { 2, 400000, 16 }, { 1, 300000, 64 } },
   ["rows/segmented"] = { { 1000, 8, 1 }, { 301, 12, 1 } },
@@ -75,6 +75,16 @@ describe("kernel families #cuda", function()
       end
     end)
   end
+
+  it("slabs/lookback: a single strip joins its pieces by a tree, several strips by chains", function()
+    for _, case in ipairs({ { { 1, 2000000, 5 }, true }, { { 1, 300000, 64 }, true }, { { 2, 400000, 16 }, false },
+                            { { 3, 5000, 3 }, false } }) do
+      local x = cs.empty(case[1], { device = "cuda" })
+      local plan = cs.explain(x, 2)
+      assert.matches("^cuda slabs/lookback:", plan)
+      assert.equal(case[2], plan:find("pieces joined by a tree", 1, true) ~= nil, plan)
+    end
+  end)
 
   it("slabs: in place, and from views whose base is not 16-byte aligned", function()
     for _, shape in ipairs({ { 9, 7, 3 }, { 4, 3001, 5 }, { 5, 33, 600 } }) do
