@@ -4,6 +4,7 @@
 // pieces by a tree"). After a CUDA build of the C core (`make`), bench/tune/build.sh links it into
 // bench/tune/libtune.so; then, on the GPU:
 //   TUNE_VARIANT=1 CUSCAN_LIB=bench/tune/libtune.so luajit bench/cells.lua 1x2^20x64:2 ...
+// (TUNE_SLAB_MODE=walk or lookback forces the slab mode where the plan allows it)
 #include <cstdlib>
 #include <cuda_runtime.h>
 #include "scan_launch.cuh"
@@ -31,14 +32,15 @@ static cs_status run(const cs_scan_plan *p)
     Report rep{};
     rep.p = p;
     const bool m = p->mask != nullptr;
+    const char *mode = getenv("TUNE_SLAB_MODE");   // "walk" or "lookback" forces that mode
     if (p->op != CS_SCAN_SUM || p->reverse || p->reset || p->indices || !p->flat || p->in_dtype != p->out_dtype)
         return cs_fail(CS_ERR_UNSUPPORTED, "tune: forward flat cumsums only");
     if (p->in_dtype == CS_FLOAT32)
-        return m ? launch_slabs<ScanSpec<P, CS_SCAN_SUM, float, double, float, false, true>>(p, stream, rep, nullptr)
-                 : launch_slabs<ScanSpec<P, CS_SCAN_SUM, float, double, float, false, false>>(p, stream, rep, nullptr);
+        return m ? launch_slabs<ScanSpec<P, CS_SCAN_SUM, float, double, float, false, true>>(p, stream, rep, mode)
+                 : launch_slabs<ScanSpec<P, CS_SCAN_SUM, float, double, float, false, false>>(p, stream, rep, mode);
     if (p->in_dtype == CS_FLOAT64)
-        return m ? launch_slabs<ScanSpec<P, CS_SCAN_SUM, double, double, double, false, true>>(p, stream, rep, nullptr)
-                 : launch_slabs<ScanSpec<P, CS_SCAN_SUM, double, double, double, false, false>>(p, stream, rep, nullptr);
+        return m ? launch_slabs<ScanSpec<P, CS_SCAN_SUM, double, double, double, false, true>>(p, stream, rep, mode)
+                 : launch_slabs<ScanSpec<P, CS_SCAN_SUM, double, double, double, false, false>>(p, stream, rep, mode);
     return cs_fail(CS_ERR_UNSUPPORTED, "tune: float32 or float64 only");
 }
 
