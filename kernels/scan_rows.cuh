@@ -55,9 +55,14 @@ constexpr int kOneTileBytes = S::FLAGGED ? S::P::kRowBytesFlagged
 template <class S>
 constexpr int kPieceBytes = S::FLAGGED ? S::P::kPieceBytesFlagged
                             : S::P::kPieceScale * S::P::kRowBytes / (S::MASKED ? S::P::kMaskedPieceDivisor : 1);
+// (2-byte floats into 2-byte outputs take the masked size unmasked too: the full tile's conversions
+// cost bfloat16 twice the registers, one block an SM)
 template <class S>
 constexpr int kLineTileBytes = S::FLAGGED ? S::P::kLineBytesFlagged
-                               : S::P::kRowBytes / (S::MASKED ? S::P::kMaskedLineDivisor : 1);
+                               : S::P::kRowBytes / (S::MASKED ? S::P::kMaskedLineDivisor
+                                                    : sizeof(typename S::InT) == 2 && sizeof(typename S::OutT) == 2
+                                                        ? S::P::kHalfLineDivisor
+                                                        : 1);
 template <class S>
 constexpr int kWarpLineBytes = S::P::kWarpLineBytesFlagged;
 

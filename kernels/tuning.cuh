@@ -22,6 +22,7 @@ struct TuningSm80 {
     static constexpr int kPieceKeepDivisor = 2;        // the share of a piece held in registers (1/n)
     static constexpr int kPieceKeepDivisorWideAcc = 4; // ... when a 4-byte input accumulates in 8 bytes
     static constexpr int kMaskedLineDivisor = 2;       // masked whole-lines tiles are this much smaller
+    static constexpr int kHalfLineDivisor = 2;         // ... and those of 2-byte floats into 2-byte outputs
     static constexpr int kMaskedPieceDivisor = 4;      // masked line pieces are this much smaller
     static constexpr int kSegmentedMinTilesPerSm = 2;  // short packed lines share tiles only above this
     // flagged scans (scan_ops.cuh: larger states, flags beside the tile)
