@@ -64,7 +64,7 @@ PAIRS    = $(shell sed -n 's/^ *X.\([a-z0-9_]*\),.*/\1/p' src/dtypes.h)
 ifeq ($(CUDA),1)
 OBJ      = $(BUILD)/obj-cuda
 C_SRC    = $(filter-out src/no_cuda.c,$(CORE_SRC)) $(wildcard src/cuda/*.c)
-CU_OBJS  = $(patsubst kernels/%.cu,$(OBJ)/kernels/%.o,$(wildcard kernels/*.cu)) $(PAIRS:%=$(OBJ)/gen/scan_%.o)
+CU_OBJS  = $(patsubst kernels/%.cu,$(OBJ)/kernels/%.o,$(wildcard kernels/*.cu)) $(PAIRS:%=$(OBJ)/gen/scan_%.o) $(PAIRS:%=$(OBJ)/gen/flagged_%.o)
 C_ALL   += -I$(CUDA_HOME)/include
 LDLIBS  += -L$(CUDA_HOME)/lib64 -lcudart_static -lrt -ldl -lstdc++
 else
@@ -89,7 +89,7 @@ HDRS = $(wildcard src/*.h src/cpu/*.h)
 CUH  = $(wildcard kernels/*.cuh)
 
 .DELETE_ON_ERROR:
-.SECONDARY: $(PAIRS:%=$(BUILD)/gen/scan_%.cu)
+.SECONDARY: $(PAIRS:%=$(BUILD)/gen/scan_%.cu) $(PAIRS:%=$(BUILD)/gen/flagged_%.cu)
 .PHONY: all announce test demo bench bench-plot repl readme install uninstall asan sanitize clean tools run-specs
 all: announce $(LIB) $(CDEF)
 
@@ -115,15 +115,18 @@ $(OBJ)/kernels/%.o: kernels/%.cu $(CUH) $(HDRS)
 	@echo "[$(call step,$@)/$(NSTEPS)] CUDA $<"
 	$(Q)$(NVCC) $(NV_ALL) -c $< -o $@
 
-# one unit per dtype pair: the kernels of that pair only, so the pairs compile in parallel
-$(BUILD)/gen/scan_%.cu: src/dtypes.h
+# two units per dtype pair (src/dtypes.h): scan_NAME.cu its plain scans, flagged_NAME.cu its flagged
+# ones (scan_launch.cuh's ScanPart), so the pairs and their parts compile in parallel
+unit_part = $(if $(filter scan_%,$(1)),plain,flagged)
+unit_pair = $(patsubst scan_%,%,$(patsubst flagged_%,%,$(1)))
+$(BUILD)/gen/%.cu: src/dtypes.h
 	@mkdir -p $(dir $@)
-	@{ printf '// generated from src/dtypes.h: the scan kernels of one dtype pair\n#include "scan_launch.cuh"\n'; \
-	   sed -n 's/^ *X(\($*,[^)]*\)).*/CUSCAN_DEFINE_PAIR(\1)/p' src/dtypes.h; } > $@
+	@{ printf '// generated from src/dtypes.h: the $(call unit_part,$*) scan kernels of one dtype pair\n#include "scan_launch.cuh"\n'; \
+	   sed -n 's/^ *X(\($(call unit_pair,$*),[^)]*\)).*/CUSCAN_DEFINE_PAIR($(call unit_part,$*), \1)/p' src/dtypes.h; } > $@
 
-$(OBJ)/gen/scan_%.o: $(BUILD)/gen/scan_%.cu $(CUH) $(HDRS)
+$(OBJ)/gen/%.o: $(BUILD)/gen/%.cu $(CUH) $(HDRS)
 	@mkdir -p $(dir $@)
-	@echo "[$(call step,$@)/$(NSTEPS)] CUDA scan kernels $*"
+	@echo "[$(call step,$@)/$(NSTEPS)] CUDA $(call unit_part,$*) scan kernels $(call unit_pair,$*)"
 	$(Q)$(NVCC) $(NV_ALL) -c $< -o $@
 
 $(LIB): $(OBJS) $(LINKED)

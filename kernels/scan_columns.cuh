@@ -16,16 +16,27 @@
 
 namespace cuscan {
 
-// Rows a thread holds: fewer when a lane's columns accumulate in a wider type (registers), as many
-// input bytes as two 4-byte columns' rows for narrower inputs (halves, bool: the bytes in flight),
-// and for the flagged scans' larger states.
+// Neighbouring columns a lane holds (when every operand allows vectors of them): 2-byte inputs of
+// the plain scans as many as the policy says (a warp's row as long as a 4-byte input's), where the
+// output's vector fits 16 bytes; 2 for other inputs of up to 4 bytes; else 1.
+template <class S>
+constexpr int col_vec()
+{
+    constexpr int in_size = sizeof(typename S::InT), out_size = sizeof(typename S::OutT);
+    if constexpr (in_size == 2 && !S::FLAGGED && out_size * S::P::kColHalfVec <= 16) return S::P::kColHalfVec;
+    return in_size <= 4 && out_size <= 8 ? 2 : 1;
+}
+
+// Rows a thread holds: fewer when a lane's columns accumulate in a wider type (registers: as many
+// input bytes as 16 rows of two 4-byte columns, for the bytes in flight), and for the flagged
+// scans' larger states.
 template <class S, int CV>
 constexpr int col_max_rows()
 {
     if constexpr (S::FLAGGED) return S::P::kColMaxRowsFlagged;
     constexpr int in_size = sizeof(typename S::InT);
     if constexpr (CV > 1 && sizeof(typename S::AccT) > in_size) {
-        constexpr int rows = S::P::kColMaxRowsWideAcc * 4 / (in_size < 4 ? in_size : 4);
+        constexpr int rows = S::P::kColMaxRowsWideAcc * 8 / (in_size * CV);
         return rows < S::P::kColMaxRows ? rows : S::P::kColMaxRows;
     }
     return S::P::kColMaxRows;
@@ -80,13 +91,13 @@ struct ColumnUnitScan {
 
     static constexpr int MASK_ROW_VECS = 2 * CV;   // 16-byte vectors of a warp's mask row (32 * CV bytes)
 
-    // Column totals of each warp row: [warp row][column], or for the flagged scans' larger states
-    // packed as [warp row * unit width + column] (warps_down * width is THREADS * CV).
+    // Column totals of each warp row, packed as [warp row * unit width + column] (warps_down * width
+    // is THREADS * CV).
     struct Shared {
         // the totals are free while a unit loads: the warps' mask rows are staged there (load ends
         // with a block barrier before any warp writes its totals)
         union {
-            AccT total[FLAGGED ? 1 : WARPS][THREADS * CV];
+            AccT total[THREADS * CV];
             uint4 mask_rows[FLAGGED ? 1 : WARPS][FLAGGED ? 1 : MAX_ROWS * MASK_ROW_VECS];
         };
         AccT prefix[THREADS * CV];   // column words: the prefixes the top warps found, for the rest
@@ -94,8 +105,7 @@ struct ColumnUnitScan {
     };
     __device__ __forceinline__ static AccT &total_at(Shared &sh, int w, int c, int width)
     {
-        if constexpr (FLAGGED) return sh.total[0][w * width + c];
-        else return sh.total[w][c];
+        return sh.total[w * width + c];
     }
 
     // Where this thread's part of a unit lies.
@@ -107,6 +117,33 @@ struct ColumnUnitScan {
     };
 
     __device__ __forceinline__ static int unit_width(const ColumnsArgs &a) { return 32 * a.warps_across * CV; }
+
+    // f(i) for this thread's rows i in order: a whole unit's rows without a test a row (a test
+    // and a select a row cost about as much as the fold itself), others up to the last one. Of
+    // the flagged scans only cummax and cummin do so (the policy's choice; the others measured
+    // slower), the rest keep a test a row (STOP: a branch out of the loop at the last row rather
+    // than a select a row).
+    static constexpr bool kWholeUnits = !FLAGGED || (S::INDEXED && S::P::kColWholeUnitsIndexed);
+    // narrow inputs ask L2 for a unit's rows a unit ahead (prefetch), in the whole-unit form
+    static constexpr bool kPrefetch = kWholeUnits && sizeof(InT) <= S::P::kColPrefetchMaxBytes;
+    template <bool STOP, typename F>
+    __device__ __forceinline__ static void each_row(const Place &pl, F &&f)
+    {
+        if (kWholeUnits && pl.nrows == MAX_ROWS) {
+#pragma unroll
+            for (int i = 0; i < MAX_ROWS; i++) f(i);
+        } else if (STOP || kWholeUnits) {
+#pragma unroll
+            for (int i = 0; i < MAX_ROWS; i++) {
+                if (i >= pl.nrows) break;
+                f(i);
+            }
+        } else {
+#pragma unroll
+            for (int i = 0; i < MAX_ROWS; i++)
+                if (i < pl.nrows) f(i);
+        }
+    }
 
     __device__ __forceinline__ static Place place(const ColumnsArgs &a, int64_t unit)
     {
@@ -170,11 +207,34 @@ struct ColumnUnitScan {
         if constexpr (S::MASKED && !FLAGGED) __syncthreads();   // every stage read before the totals reuse it
     }
 
+    // Asks L2 for x's rows of a unit that some block loads next (lane l of a warp: the warp's row
+    // l), so that its loads find them there: a block holds one unit, and while it scans and stores
+    // no loads of its own are in flight.
+    __device__ __forceinline__ static void prefetch(const ColumnsArgs &a, int64_t unit)
+    {
+        const Place pl = place(a, unit);
+        const int lane = threadIdx.x & 31;
+        if (lane >= pl.nrows || pl.col - lane * CV >= a.inner) return;
+        constexpr int kRowBytes = 32 * CV * (int)sizeof(InT);
+        const char *row = reinterpret_cast<const char *>(static_cast<const InT *>(a.x) + (pl.xoff - lane * CV * a.ix) +
+                                                         (S::REVERSE ? -a.sx : a.sx) * lane);
+#pragma unroll
+        for (int k = 0; k < (kRowBytes + 127) / 128; k++) prefetch_l2(row + 128 * k);
+    }
+
     // x's rows, each under its own guard; rows that do not exist are the identity.
     __device__ __forceinline__ static void load_rows(const ColumnsArgs &a, const Place &pl, Regs &r)
     {
         const int64_t step_x = S::REVERSE ? -a.sx : a.sx;
         const InT *px = static_cast<const InT *>(a.x) + pl.xoff;
+        if (kWholeUnits && pl.nrows == MAX_ROWS) {
+#pragma unroll
+            for (int i = 0; i < MAX_ROWS; i++) {
+                r.v[i] = load_vec<InT, CV>(px);
+                px += step_x;
+            }
+            return;
+        }
 #pragma unroll
         for (int i = 0; i < MAX_ROWS; i++) {
             if (i < pl.nrows) {
@@ -356,11 +416,10 @@ struct ColumnUnitScan {
         if (lse_columns(a, pl, r, lse)) {
             if (totals) lse_totals(pl, r, lse, total);
         } else if (totals) {
+            each_row<false>(pl, [&](int i) {
 #pragma unroll
-            for (int i = 0; i < MAX_ROWS; i++)
-                if (i < pl.nrows)
-#pragma unroll
-                    for (int j = 0; j < CV; j++) total[j] = op(total[j], elem(op, pl, r, i, j));
+                for (int j = 0; j < CV; j++) total[j] = op(total[j], elem(op, pl, r, i, j));
+            });
         }
 #pragma unroll
         for (int j = 0; j < CV; j++) total_at(sh, pl.wr, pl.c + j, width) = total[j];
@@ -454,16 +513,14 @@ struct ColumnUnitScan {
     {
         const int64_t step_y = S::REVERSE ? -a.so : a.so;
         OutT *py = static_cast<OutT *>(a.out) + pl.ooff;
-#pragma unroll
-        for (int i = 0; i < MAX_ROWS; i++) {
-            if (i >= pl.nrows) break;
+        each_row<true>(pl, [&](int i) {
             Vec<OutT, CV> ov;
 #pragma unroll
             for (int j = 0; j < CV; j++) ov.v[j] = out(i, j);
             if constexpr (CV > 1) store_vec<OutT, CV>(py, ov);
             else *py = ov.v[0];
             py += step_y;
-        }
+        });
     }
 
     // logcumsumexp as plain float64 sums (scan_ops.cuh) where this thread's columns allow: each
@@ -610,6 +667,7 @@ scan_columns_kernel(const ColumnsArgs a, const VectorStatus<typename S::AccT> st
                 T::start_states(a, op, T::place(a, s), carry);
                 for (int64_t u = s; u < s + a.chunks * step; u += step) {
                     T::load(a, u, r, sh);
+                    if (T::kPrefetch && u + step < s + a.chunks * step) T::prefetch(a, u + step);
                     T::template scan_and_store<true>(a, st, cst, u, r, sh, none, carry);
                     __syncthreads();   // sh.total is rewritten by the next unit
                 }
@@ -622,6 +680,7 @@ scan_columns_kernel(const ColumnsArgs a, const VectorStatus<typename S::AccT> st
         for (int64_t u = q.take(slot, parity); u < q.units;) {
             const unsigned next = T::FLAGGED ? 0u : q.ask();
             T::load(a, u, r, sh);
+            if (T::kPrefetch && u + gridDim.x < q.units) T::prefetch(a, u + gridDim.x);
             const typename T::Above ab = T::peek_above(a, st, cst, u);
             T::template scan_and_store<false>(a, st, cst, u, r, sh, ab, carry);
             u = T::FLAGGED ? q.take(slot, parity) : q.receive(slot, parity, next);

@@ -226,6 +226,12 @@ __device__ __forceinline__ void store_vec_streaming(T *p, const Vec<T, N> &v)
     __stcs(reinterpret_cast<Bits *>(p), *reinterpret_cast<const Bits *>(&v));
 }
 
+// Asks L2 for the 128-byte line holding p (no register waits for it).
+__device__ __forceinline__ void prefetch_l2(const void *p)
+{
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+}
+
 // n / d for 0 <= n < 2^31 by a multiply and a shift (Granlund & Montgomery), d fixed per launch.
 struct FastDiv {
     unsigned d, m, s;

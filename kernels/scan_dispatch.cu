@@ -1,5 +1,5 @@
 // scan_dispatch.cu - the CUDA backend's scan entry point: dispatch to the unit of the dtype pair
-// (src/dtypes.h lists them), and the fault injection the specs use.
+// (src/dtypes.h lists them) and part (scan_launch.cuh), and the fault injection the specs use.
 #include <cuda_runtime.h>
 #include "scan_launch.cuh"
 
@@ -13,8 +13,11 @@ extern "C" cs_status cs_cuda_scan(const cs_scan_plan *p)
         cudaGetLastError();
         compute_capability = major * 10 + minor;
     }
-#define DISPATCH(NAME, IN, OUT, IN_T, ACC_T, OUT_T, OPS) \
-    if (p->in_dtype == IN && p->out_dtype == OUT) return cuscan::scan_pair_##NAME(p, compute_capability);
+    const bool plain = cuscan::scan_part(p) == cuscan::ScanPart::plain;
+#define DISPATCH(NAME, IN, OUT, IN_T, ACC_T, OUT_T, OPS)                                    \
+    if (p->in_dtype == IN && p->out_dtype == OUT)                                            \
+        return plain ? cuscan::scan_plain_##NAME(p, compute_capability)                       \
+                     : cuscan::scan_flagged_##NAME(p, compute_capability);
     CS_SCAN_PAIRS(DISPATCH)
 #undef DISPATCH
     return cs_fail(CS_ERR_UNSUPPORTED, "scan of %s into %s is not supported", cs_dtype_name(p->in_dtype),

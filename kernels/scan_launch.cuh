@@ -286,8 +286,8 @@ cs_status launch_columns(const cs_scan_plan *p, cudaStream_t stream, Report &rep
     using InT = typename S::InT;
     using OutT = typename S::OutT;
     const bool masked = p->mask != nullptr;
-    // two neighbouring columns per lane when every operand allows 2-element vectors along inner
-    constexpr int CV = sizeof(InT) <= 4 && sizeof(OutT) <= 8 ? 2 : 1;
+    // neighbouring columns per lane when every operand allows vectors of them along inner
+    constexpr int CV = col_vec<S>();
     const bool present[CS_MAX_OPERANDS] = { true, masked, true, p->reset != nullptr, p->indices != nullptr };
     bool vec = CV > 1 && p->inner % CV == 0 && aligned(p->x, CV * sizeof(InT)) && aligned(p->out, CV * sizeof(OutT)) &&
                (!masked || aligned(p->mask, CV)) && (!p->reset || aligned(p->reset, CV)) &&
@@ -553,30 +553,44 @@ cs_status launch_flagged(const cs_scan_plan *p, cudaStream_t stream)
     });
 }
 
-template <typename InT, typename AccT, typename OutT, unsigned OPS>
+// A pair's scans come in two compilation units (each a parallel build step, and half the time of
+// one): the plain ones (cumsum and cumprod without resets) and the flagged ones (resets, cummax and
+// cummin, logcumsumexp). scan_part says which unit a plan goes to.
+enum class ScanPart { plain, flagged };
+inline ScanPart scan_part(const cs_scan_plan *p)
+{
+    return (p->op == CS_SCAN_SUM || p->op == CS_SCAN_PROD) && !p->reset ? ScanPart::plain : ScanPart::flagged;
+}
+
+template <typename InT, typename AccT, typename OutT, unsigned OPS, ScanPart PART>
 cs_status launch_pair(const cs_scan_plan *p, int compute_capability)
 {
     cudaStream_t stream = (cudaStream_t)cs_cuda_stream_handle();
     return with_tuning(compute_capability, [&](auto policy) {
         using P = decltype(policy);
+        constexpr bool plain = PART == ScanPart::plain;
         const bool arith = p->op == CS_SCAN_SUM || p->op == CS_SCAN_PROD;
         const bool maxmin = p->op == CS_SCAN_MAX || p->op == CS_SCAN_MIN;
         if ((unsigned)p->op < 32 && CS_OPS_HAS(OPS, p->op) && (!p->indices || maxmin)) {
             if (arith && !p->reset) {
-                if (p->op == CS_SCAN_PROD) {
-                    if constexpr (CS_OPS_HAS(OPS, CS_SCAN_PROD)) return launch_op<P, CS_SCAN_PROD, InT, AccT, OutT>(p, stream);
-                } else {
-                    if constexpr (CS_OPS_HAS(OPS, CS_SCAN_SUM)) return launch_op<P, CS_SCAN_SUM, InT, AccT, OutT>(p, stream);
+                if constexpr (plain) {
+                    if (p->op == CS_SCAN_PROD) {
+                        if constexpr (CS_OPS_HAS(OPS, CS_SCAN_PROD)) return launch_op<P, CS_SCAN_PROD, InT, AccT, OutT>(p, stream);
+                    } else {
+                        if constexpr (CS_OPS_HAS(OPS, CS_SCAN_SUM)) return launch_op<P, CS_SCAN_SUM, InT, AccT, OutT>(p, stream);
+                    }
                 }
-            } else if (arith) {
-                if constexpr ((OPS & (CS_OPS_SUM | CS_OPS_PROD)) != 0)
-                    return launch_flagged<P, ArithOp<AccT>, InT, OutT>(p, stream);
-            } else if (p->op == CS_SCAN_LOGSUMEXP) {
-                if constexpr ((OPS & CS_OPS_LSE) != 0) return launch_flagged<P, LseOp, InT, OutT>(p, stream);
-            } else if (maxmin) {
-                if constexpr ((OPS & CS_OPS_MAXMIN) != 0) {
-                    static_assert(std::is_same_v<InT, OutT>, "cummax and cummin keep the input's dtype");
-                    return launch_flagged<P, MaxMinOp<InT>, InT, OutT>(p, stream);
+            } else if constexpr (!plain) {
+                if (arith) {
+                    if constexpr ((OPS & (CS_OPS_SUM | CS_OPS_PROD)) != 0)
+                        return launch_flagged<P, ArithOp<AccT>, InT, OutT>(p, stream);
+                } else if (p->op == CS_SCAN_LOGSUMEXP) {
+                    if constexpr ((OPS & CS_OPS_LSE) != 0) return launch_flagged<P, LseOp, InT, OutT>(p, stream);
+                } else if (maxmin) {
+                    if constexpr ((OPS & CS_OPS_MAXMIN) != 0) {
+                        static_assert(std::is_same_v<InT, OutT>, "cummax and cummin keep the input's dtype");
+                        return launch_flagged<P, MaxMinOp<InT>, InT, OutT>(p, stream);
+                    }
                 }
             }
         }
@@ -585,16 +599,18 @@ cs_status launch_pair(const cs_scan_plan *p, int compute_capability)
     });
 }
 
-// The entry point of one pair's unit, declared for scan_dispatch.cu.
-#define CUSCAN_DECLARE_PAIR(NAME, IN, OUT, IN_T, ACC_T, OUT_T, OPS) \
-    cs_status scan_pair_##NAME(const cs_scan_plan *p, int compute_capability);
+// The entry points of one pair's two units, declared for scan_dispatch.cu.
+#define CUSCAN_DECLARE_PAIR(NAME, IN, OUT, IN_T, ACC_T, OUT_T, OPS)                \
+    cs_status scan_plain_##NAME(const cs_scan_plan *p, int compute_capability);   \
+    cs_status scan_flagged_##NAME(const cs_scan_plan *p, int compute_capability);
 CS_SCAN_PAIRS(CUSCAN_DECLARE_PAIR)
 
 }  // namespace cuscan
 
-// Defines one pair's entry point from its row of src/dtypes.h (a generated unit holds one).
-#define CUSCAN_DEFINE_PAIR(NAME, IN, OUT, IN_T, ACC_T, OUT_T, OPS)                         \
-    cs_status cuscan::scan_pair_##NAME(const cs_scan_plan *p, int compute_capability)     \
-    {                                                                                      \
-        return launch_pair<IN_T, ACC_T, OUT_T, OPS>(p, compute_capability);               \
+// Defines one of a pair's entry points (PART: plain or flagged) from its row of src/dtypes.h (a
+// generated unit holds one).
+#define CUSCAN_DEFINE_PAIR(PART, NAME, IN, OUT, IN_T, ACC_T, OUT_T, OPS)                          \
+    cs_status cuscan::scan_##PART##_##NAME(const cs_scan_plan *p, int compute_capability)        \
+    {                                                                                             \
+        return launch_pair<IN_T, ACC_T, OUT_T, OPS, ScanPart::PART>(p, compute_capability);      \
     }
