@@ -97,7 +97,7 @@ announce:
 ifeq ($(CUDA),1)
 	@if [ ! -f $(LIB) ] || [ -n "$$(find kernels src/dtypes.h -newer $(LIB) 2>/dev/null | head -1)" ]; then \
 	  echo "cuscan: building with CUDA kernels for sm_$(subst $() ,$(comma) sm_,$(CUDA_ARCH)) (+ PTX $(PTX_ARCH)) on $(JOBS) cores;" \
-	       "a first build takes about $$(( ( 150 * $(words $(CUDA_ARCH) $(PTX_ARCH)) * ( ( $(words $(CU_OBJS)) + $(JOBS) - 1 ) / $(JOBS) ) + 59 ) / 60 )) min here"; \
+	       "a first build takes about $$(( ( 95 * $(words $(CUDA_ARCH) $(PTX_ARCH)) * ( ( $(words $(CU_OBJS)) + $(JOBS) - 1 ) / $(JOBS) ) + 59 ) / 60 )) min here"; \
 	fi
 else
 	@echo "cuscan: building the CPU backend alone ($(if $(NVCC),CUDA=0 given,no nvcc found)); CUDA specs will be skipped"

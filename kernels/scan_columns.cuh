@@ -17,8 +17,8 @@
 namespace cuscan {
 
 // Neighbouring columns a lane holds (when every operand allows vectors of them): 2-byte inputs of
-// the plain scans as many as the policy says (a warp's row as long as a 4-byte input's), where the
-// output's vector fits 16 bytes; 2 for other inputs of up to 4 bytes; else 1.
+// the plain scans as many as the policy says (where the output's vector fits 16 bytes), other
+// inputs of up to 4 bytes 2, wider ones 1.
 template <class S>
 constexpr int col_vec()
 {
