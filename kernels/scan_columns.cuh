@@ -16,27 +16,16 @@
 
 namespace cuscan {
 
-// Neighbouring columns a lane holds (when every operand allows vectors of them): 2-byte inputs of
-// the plain scans as many as the policy says (where the output's vector fits 16 bytes), other
-// inputs of up to 4 bytes 2, wider ones 1.
-template <class S>
-constexpr int col_vec()
-{
-    constexpr int in_size = sizeof(typename S::InT), out_size = sizeof(typename S::OutT);
-    if constexpr (in_size == 2 && !S::FLAGGED && out_size * S::P::kColHalfVec <= 16) return S::P::kColHalfVec;
-    return in_size <= 4 && out_size <= 8 ? 2 : 1;
-}
-
-// Rows a thread holds: fewer when a lane's columns accumulate in a wider type (registers: as many
-// input bytes as 16 rows of two 4-byte columns, for the bytes in flight), and for the flagged
-// scans' larger states.
+// Rows a thread holds: fewer when a lane's columns accumulate in a wider type (registers), as many
+// input bytes as two 4-byte columns' rows for narrower inputs (halves, bool: the bytes in flight),
+// and for the flagged scans' larger states.
 template <class S, int CV>
 constexpr int col_max_rows()
 {
     if constexpr (S::FLAGGED) return S::P::kColMaxRowsFlagged;
     constexpr int in_size = sizeof(typename S::InT);
     if constexpr (CV > 1 && sizeof(typename S::AccT) > in_size) {
-        constexpr int rows = S::P::kColMaxRowsWideAcc * 8 / (in_size * CV);
+        constexpr int rows = S::P::kColMaxRowsWideAcc * 4 / (in_size < 4 ? in_size : 4);
         return rows < S::P::kColMaxRows ? rows : S::P::kColMaxRows;
     }
     return S::P::kColMaxRows;

@@ -286,8 +286,8 @@ cs_status launch_columns(const cs_scan_plan *p, cudaStream_t stream, Report &rep
     using InT = typename S::InT;
     using OutT = typename S::OutT;
     const bool masked = p->mask != nullptr;
-    // neighbouring columns per lane when every operand allows vectors of them along inner
-    constexpr int CV = col_vec<S>();
+    // two neighbouring columns per lane when every operand allows 2-element vectors along inner
+    constexpr int CV = sizeof(InT) <= 4 && sizeof(OutT) <= 8 ? 2 : 1;
     const bool present[CS_MAX_OPERANDS] = { true, masked, true, p->reset != nullptr, p->indices != nullptr };
     bool vec = CV > 1 && p->inner % CV == 0 && aligned(p->x, CV * sizeof(InT)) && aligned(p->out, CV * sizeof(OutT)) &&
                (!masked || aligned(p->mask, CV)) && (!p->reset || aligned(p->reset, CV)) &&
@@ -569,10 +569,9 @@ cs_status launch_pair(const cs_scan_plan *p, int compute_capability)
     return with_tuning(compute_capability, [&](auto policy) {
         using P = decltype(policy);
         constexpr bool plain = PART == ScanPart::plain;
-        const bool arith = p->op == CS_SCAN_SUM || p->op == CS_SCAN_PROD;
         const bool maxmin = p->op == CS_SCAN_MAX || p->op == CS_SCAN_MIN;
         if ((unsigned)p->op < 32 && CS_OPS_HAS(OPS, p->op) && (!p->indices || maxmin)) {
-            if (arith && !p->reset) {
+            if (scan_part(p) == ScanPart::plain) {
                 if constexpr (plain) {
                     if (p->op == CS_SCAN_PROD) {
                         if constexpr (CS_OPS_HAS(OPS, CS_SCAN_PROD)) return launch_op<P, CS_SCAN_PROD, InT, AccT, OutT>(p, stream);
@@ -581,7 +580,7 @@ cs_status launch_pair(const cs_scan_plan *p, int compute_capability)
                     }
                 }
             } else if constexpr (!plain) {
-                if (arith) {
+                if (p->op == CS_SCAN_SUM || p->op == CS_SCAN_PROD) {   // with resets
                     if constexpr ((OPS & (CS_OPS_SUM | CS_OPS_PROD)) != 0)
                         return launch_flagged<P, ArithOp<AccT>, InT, OutT>(p, stream);
                 } else if (p->op == CS_SCAN_LOGSUMEXP) {

@@ -47,7 +47,6 @@ struct TuningSm80 {
     static constexpr int kColMaxRowsWideAcc = 16;      // ... when a 4-byte input accumulates in 8 bytes
     static constexpr int kColMaxRowsFlagged = 16;      // ... in flagged scans
     static constexpr int kColWalkMaxRounds = 3;        // strips walk when fewer rounds than this
-    static constexpr int kColHalfVec = 2;              // columns a lane holds of 2-byte inputs (plain scans)
     static constexpr int kColPrefetchMaxBytes = 2;     // inputs this narrow ask L2 for a unit's rows one unit ahead
     static constexpr bool kColWholeUnitsIndexed = true;    // cummax / cummin fold whole units without a test a row
 
