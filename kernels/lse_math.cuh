@@ -92,26 +92,56 @@ constexpr double kLseLn2Hi = 0x1.62e42fefa39efp-1, kLseLn2Lo = 0x1.abc9e3b39803f
 constexpr double kLseLn2By64Hi = 0x1.62e42fefa39efp-7, kLseLn2By64Lo = 0x1.abc9e3b39803fp-62;
 constexpr double kLse64ByLn2 = 0x1.71547652b82fep+6, kLseLog2E = 0x1.71547652b82fep+0;
 
+// The constants of the exp and the log whose low 32 bits are not all zero. Device code reads them
+// from the constant bank, where an FP64 instruction takes each as an operand; written as literals,
+// the compiler rebuilt each in two registers at every use. The host reads the same values.
+struct LseConstants {
+    double ln2_hi, ln2_lo, ln2_by64_hi, ln2_by64_lo, by_ln2_64;
+    double exp_c3, exp_c4, exp_c5, exp_c6;   // 1/3!, 1/4!, 1/5!, 1/6!
+    double log_c3, log_c5, log_c6, log_c7;   // 1/3, 1/5, 1/6, 1/7
+};
+#define CS_LSE_CONSTANTS \
+    { kLseLn2Hi, kLseLn2Lo, kLseLn2By64Hi, kLseLn2By64Lo, kLse64ByLn2, \
+      1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 3, 1.0 / 5, 1.0 / 6, 1.0 / 7 }
+#if defined(__CUDACC__)
+static __constant__ LseConstants kLseConstantsDevice = CS_LSE_CONSTANTS;   // (not const: read, not folded)
+#endif
+CS_LSE_HD const LseConstants &lse_constants()
+{
+#if defined(__CUDA_ARCH__)
+    return kLseConstantsDevice;
+#else
+    static constexpr LseConstants host = CS_LSE_CONSTANTS;
+    return host;
+#endif
+}
+
 // exp(x) = s * 2^k for finite |x| < 2^60: x = (64 k + j) ln2/64 + r with |r| <= ln2/128, so
 // exp(x) = 2^k * 2^(j/64) * exp(r), exp(r) - 1 by Taylor to r^6 (the rest is below 3e-20).
 // s lies in [0.99, 2). Below 2^44 the rounding of x 64/ln2 to a whole n is a single add of
-// 1.5 * 2^52 (n sits in the low bits); above, a conversion, and the library's exp takes the rest.
+// 1.5 * 2^52 (n sits in the low bits): lse_exp_near, with no branch; above, a conversion, and the
+// library's exp takes the rest.
+CS_LSE_HD void lse_exp_near(double x, const LseTables &t, int64_t &k, double &s)   // |x| < 2^44
+{
+    const LseConstants &c = lse_constants();
+    constexpr double kMagic = 0x1.8p52;
+    const double shifted = fma(x, c.by_ln2_64, kMagic);
+    const int64_t n = lse_bits(shifted) - lse_bits(kMagic);
+    const double nd = shifted - kMagic;
+    const double r = fma(nd, -c.ln2_by64_lo, fma(nd, -c.ln2_by64_hi, x));
+    double q = fma(r, c.exp_c6, c.exp_c5);
+    q = fma(q, r, c.exp_c4);
+    q = fma(q, r, c.exp_c3);
+    q = fma(q, r, 0.5);
+    q = fma(q, r, 1.0);
+    const double f = t.exp2_frac[n & 63];
+    s = fma(f, q * r, f);
+    k = n >> 6;   // floor: n = 64 k + (n & 63)
+}
 CS_LSE_HD void lse_exp(double x, const LseTables &t, int64_t &k, double &s)
 {
     if (fabs(x) < 0x1p44) {
-        constexpr double kMagic = 0x1.8p52;
-        const double shifted = fma(x, kLse64ByLn2, kMagic);
-        const int64_t n = lse_bits(shifted) - lse_bits(kMagic);
-        const double nd = shifted - kMagic;
-        const double r = fma(nd, -kLseLn2By64Lo, fma(nd, -kLseLn2By64Hi, x));
-        double q = fma(r, 1.0 / 720, 1.0 / 120);
-        q = fma(q, r, 1.0 / 24);
-        q = fma(q, r, 1.0 / 6);
-        q = fma(q, r, 0.5);
-        q = fma(q, r, 1.0);
-        const double f = t.exp2_frac[n & 63];
-        s = fma(f, q * r, f);
-        k = n >> 6;   // floor: n = 64 k + (n & 63)
+        lse_exp_near(x, t, k, s);
     } else {
         const double kd = rint(x * kLseLog2E);
         k = (int64_t)kd;
@@ -128,16 +158,17 @@ CS_LSE_HD double lse_log(int64_t k, double s, const LseTables &t)
     const int64_t e = (b >> 52) - 1023;
     const int j = (int)(b >> 46) & 63;
     const double m = lse_double((b & 0x000fffffffffffffll) | 0x3ff0000000000000ll);
+    const LseConstants &c = lse_constants();
     const double u = fma(m, t.log_recip[j][0], -1.0);
-    double q = fma(u, -1.0 / 8, 1.0 / 7);
-    q = fma(q, u, -1.0 / 6);
-    q = fma(q, u, 1.0 / 5);
+    double q = fma(u, -1.0 / 8, c.log_c7);
+    q = fma(q, u, -c.log_c6);
+    q = fma(q, u, c.log_c5);
     q = fma(q, u, -0.25);
-    q = fma(q, u, 1.0 / 3);
+    q = fma(q, u, c.log_c3);
     q = fma(q, u, -0.5);
     const double l = fma(u * q, u, u);
     const double ke = (double)(k + e);
-    return fma(ke, kLseLn2Hi, fma(ke, kLseLn2Lo, t.log_recip[j][1] + l));
+    return fma(ke, c.ln2_hi, fma(ke, c.ln2_lo, t.log_recip[j][1] + l));
 }
 
 }  // namespace cuscan

@@ -158,8 +158,10 @@ inline Family choose_family(const cs_scan_plan *p, size_t in_size, size_t out_si
             return kRowsFamily;
         return packed_vectors && p->len >= P::kRowsMinLen ? kRowsFamily : kSlabsFamily;
     }
-    if ((int64_t)in_size * p->flat_inner >= P::kColumnsMinInnerBytes &&
-        p->len >= (flagged ? P::kColumnsMinLenFlagged : P::kColumnsMinLen))
+    const int64_t inner_bytes = (int64_t)in_size * p->flat_inner;
+    if (inner_bytes >= P::kColumnsMinInnerBytes && p->len >= (flagged ? P::kColumnsMinLenFlagged : P::kColumnsMinLen))
+        return kColumnsFamily;
+    if (p->op == CS_SCAN_LOGSUMEXP && inner_bytes >= P::kColumnsMinInnerBytesLse && p->len >= P::kColumnsMinLenLse)
         return kColumnsFamily;
     return kSlabsFamily;
 }
@@ -172,6 +174,10 @@ inline OpArgs op_args(const cs_scan_plan *p)
     o.prod = p->op == CS_SCAN_PROD;
     return o;
 }
+
+// A spec of logcumsumexp (its kernels are bound by arithmetic, not by memory).
+template <class S>
+inline constexpr bool kIsLse = std::is_same_v<typename S::Op, SegOp<LseOp>>;
 
 // ---- rows ----
 template <class S>
@@ -212,7 +218,8 @@ cs_status launch_rows(const cs_scan_plan *p, cudaStream_t stream, Report &rep, c
     if (!p->initial && packed && p->len * 2 <= tile && p->nouter / (tile / p->len) >= P::kSegmentedMinTilesPerSm * sms)
         mode = SEGMENTED;
     else if (p->len <= tile) mode = SINGLE;
-    else if (S::FLAGGED && p->nouter >= P::kWarpLinesMinLinesPerSm * sms) mode = WARP_LINES;
+    else if (S::FLAGGED && p->nouter >= (kIsLse<S> ? P::kWarpLinesMinLinesPerSmLse : P::kWarpLinesMinLinesPerSm) * sms)
+        mode = WARP_LINES;
     else if (p->nouter >= P::kWholeLinesMinLinesPerSm * sms) mode = WHOLE_LINES;
     else mode = PIECES;
     if (mode_is(force_mode, "segmented") && packed && p->len <= tile && !p->initial) mode = SEGMENTED;

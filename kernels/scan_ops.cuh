@@ -99,7 +99,16 @@ struct LseOp {
         const double f = d >= -1022 ? __longlong_as_double((1023 + d) << 52) : 0.0;   // 2^d, or 0 far below
         return State{ kh, fma(sl, f, sh) };
     }
+    // (the common case without a branch around it: lse_exp_near's bits for any x, replaced for the
+    // few elements beyond its range)
     __device__ __forceinline__ static State from_number(double x)
+    {
+        State st;
+        lse_exp_near(x, kLseTables, st.k, st.s);
+        if (!(fabs(x) < 0x1p44)) st = from_far(x);
+        return st;
+    }
+    __device__ __noinline__ static State from_far(double x)
     {
         if (fabs(x) < 0x1p60) {
             State st;
@@ -112,12 +121,14 @@ struct LseOp {
         return State{ x > 0 ? off : -off, 1.0 };
     }
     // the state's log: -inf for the empty fold, NaN after a NaN, the element itself for a huge k
+    // (the log first, whatever the state: the tests after it are selects, not branches around it)
     __device__ __forceinline__ static double value(State v)
     {
+        const double l = lse_log(v.k, v.s, kLseTables);
         if (!(v.s > 0.0)) return v.s == 0.0 ? minus_inf() : v.s;
         if (v.k >= kHugeK) return __longlong_as_double(v.k - kHugeK + kBits2p60);
         if (v.k <= -kHugeK) return -__longlong_as_double(-v.k - kHugeK + kBits2p60);
-        return lse_log(v.k, v.s, kLseTables);
+        return l;
     }
     template <typename E>
     __device__ __forceinline__ State lift(E e, int64_t) const { return from_number(to_acc<double>(e)); }
@@ -130,12 +141,13 @@ struct LseOp {
 // joined states (NaN, infinities, elements beyond 2^60, resets, wide spans).
 constexpr double kLsePlainSpan = 600.0;
 
-// exp(d) for -kLsePlainSpan - 1 <= d <= 0 (lse_exp's k then builds a normal power of two)
+// exp(d) for -kLsePlainSpan - 1 <= d <= 0 (lse_exp's k then builds a normal power of two; no
+// branch on d's size)
 __device__ __forceinline__ double lse_exp_rel(double d)
 {
     int64_t k;
     double s;
-    lse_exp(d, kLseTables, k, s);
+    lse_exp_near(d, kLseTables, k, s);
     return s * __longlong_as_double((1023 + k) << 52);
 }
 
@@ -150,7 +162,7 @@ __device__ __forceinline__ LsePlainCarry lse_plain_carry(const LseState &c)
     LsePlainCarry p;
     p.has = c.s > 0.0;
     p.odd = !(c.s >= 0.0) || (p.has && (c.k >= LseOp::kHugeK || c.k <= -LseOp::kHugeK));   // (the empty fold is not)
-    p.log = p.has ? (double)c.k * kLseLn2Hi : minus_inf();
+    p.log = p.has ? (double)c.k * lse_constants().ln2_hi : minus_inf();
     return p;
 }
 
@@ -158,7 +170,7 @@ __device__ __forceinline__ LsePlainCarry lse_plain_carry(const LseState &c)
 __device__ __forceinline__ double lse_carry_in_scale(const LseState &c, double R)
 {
     const double kc = (double)c.k;
-    return c.s > 0.0 ? c.s * lse_exp_rel(fma(kc, kLseLn2Hi, -R) + kc * kLseLn2Lo) : 0.0;
+    return c.s > 0.0 ? c.s * lse_exp_rel(fma(kc, lse_constants().ln2_hi, -R) + kc * lse_constants().ln2_lo) : 0.0;
 }
 
 // e^R P as a state (R finite, P > 0).
@@ -173,7 +185,8 @@ __device__ __forceinline__ LseState lse_state_at(double R, double P)
 // The output for a plain sum P in R's scale: R + log P, or -inf for an empty one.
 __device__ __forceinline__ double lse_plain_value(double R, double P)
 {
-    return P > 0.0 ? R + lse_log(0, P, kLseTables) : minus_inf();
+    const double v = R + lse_log(0, P, kLseTables);   // (finite for P = 0 too: then not used, and no branch)
+    return P > 0.0 ? v : minus_inf();
 }
 
 // ---- cummax / cummin with indices: one instance for both, chosen at run time ----

@@ -38,6 +38,7 @@ struct TuningSm80 {
     static constexpr int kWholeLinesMinLinesPerSm = 4; // a block walks whole lines above this
     static constexpr int kLineBlocksPerSmByteInput = 2; // ... its launch bound for 1-byte inputs into 8 bytes
     static constexpr int kWarpLinesMinLinesPerSm = 32; // flagged scans: a warp walks each line above this
+    static constexpr int kWarpLinesMinLinesPerSmLse = 6;   // ... logcumsumexp (one exp an element there, two in a block's tiles)
     static constexpr int kWarpLineBytesFlagged = 64;   // ... holding two tiles of this many bytes a thread
     static constexpr int kWarpLinesBlocksPerSm = 3;    // ... launch bound
 
@@ -88,6 +89,10 @@ struct TuningSm80 {
     static constexpr int kColumnsMinInnerBytes = 1024;
     static constexpr int kColumnsMinLen = 9;           // (8 rows of kSlabMaxWidth fit a cumsum's slab tile whole)
     static constexpr int kColumnsMinLenFlagged = 8;    // (flagged slab tiles are smaller)
+    // ... and logcumsumexp, bound by its arithmetic, from narrower inner dims with long lines
+    // (columns fold plain sums, slabs joined states)
+    static constexpr int kColumnsMinInnerBytesLse = 256;
+    static constexpr int kColumnsMinLenLse = 64;
     static constexpr int kRowsMinLen = 1;              // shorter packed rows go to slabs
     static constexpr int64_t kRowsMinUnalignedLine = 65536;   // a single unmasked line this long goes to rows
 };
