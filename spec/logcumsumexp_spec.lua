@@ -176,6 +176,65 @@ H.each_device("logcumsumexp: special values", function(dev, it)
   end)
 end)
 
+describe("logcumsumexp on the CPU along lines longer than a chunk", function()
+  -- the CPU's rows take lines of 64 or more elements through plain sums chunk by chunk where they
+  -- can and step by step where they cannot (a spike far above the rest, a NaN, -inf, initial
+  -- values): every flag but reset, rows and columns, against the oracle
+  local dev = "cpu"
+  for _, pair in ipairs({ { "float32", "float32" }, { "float32", "float64" }, { "float64", "float64" } }) do
+    local idt, odt = pair[1], pair[2]
+    for _, case in ipairs({ { { 3, 301 }, 2 }, { { 301, 3 }, 1 } }) do
+      local shape, dim = case[1], case[2]
+      local name = ("%s->%s %s along dim %d, spikes, NaN and -inf"):format(idt, odt, table.concat(shape, "x"), dim)
+      it(name, function()
+        H.with_rng(name .. dev, function(rng)
+          local len = shape[dim]
+          local xv = H.build(shape, function() return rng:uniform(-100, 100) end)
+          local function set(line, k, v) -- element k of line `line`
+            if dim == 2 then xv[line][k] = v else xv[k][line] = v end
+          end
+          set(1, rng:int(1, len), 1000)          -- past the span: the chunks after it walk step by step
+          set(2, rng:int(1, len), 0 / 0)
+          set(2, rng:int(1, len), -math.huge)
+          set(3, rng:int(70, len), 700)
+          local x = cs.tensor(xv, { dtype = idt, device = dev })
+          xv = x:totable()
+          for k = 0, 7 do
+            local f = flags_of(k)
+            local mv = f.masked and H.random_mask(rng, shape, 0.7) or nil
+            local opts = { reverse = f.reverse, exclusive = f.exclusive, mask = mv and cs.tensor(mv, { device = dev }),
+                           dtype = odt ~= idt and odt or nil }
+            local want = H.scan_ref(xv, dim, { op = "lse", reverse = f.reverse, exclusive = f.exclusive, mask = mv })
+            opts.out = cs.full(shape, 12345, { dtype = odt, device = dev })
+            x:logcumsumexp(dim, opts)
+            H.assert_result(want, opts.out, odt, "lse", len)
+          end
+        end)
+      end)
+    end
+  end
+
+  it("from initial values over lines of 200, and one element of -0.0 stays -0.0", function()
+    H.with_rng("logcumsumexp long initial" .. dev, function(rng)
+      local xv = H.build({ 4, 200 }, function() return rng:uniform(-50, 50) end)
+      local init = { rng:uniform(-50, 50), -math.huge, 300, rng:uniform(-5, 5) }
+      local x = cs.tensor(xv, { dtype = "float64", device = dev })
+      local y = x:logcumsumexp(2, { initial = cs.tensor(init, { dtype = "float64", device = dev }) })
+      local want = {}
+      for l = 1, 4 do
+        local line = { init[l] }
+        for k = 1, 200 do line[k + 1] = xv[l][k] end
+        local full = H.scan_line(line, { op = "lse" })
+        want[l] = {}
+        for k = 1, 200 do want[l][k] = full[k + 1] end
+      end
+      assert.tensor_near(want, y, H.tol("float64", "lse", 201))
+      local z = cs.tensor({ -0.0 }, { dtype = "float64", device = dev }):logcumsumexp(1):totable()[1]
+      assert.equal(-math.huge, 1 / z)
+    end)
+  end)
+end)
+
 H.each_device("logcumsumexp: accuracy and determinism", function(dev, it)
   -- 2^20 elements as the issue asks, on both devices: the CPU's fold takes tens of ms here
   local N = 2 ^ 20

@@ -20,6 +20,7 @@
 #include "dtypes.h"
 #include "internal.h"
 #include "scalar.h"
+#include "simd.h"
 
 enum { COLUMN_BLOCK = 512 };
 
@@ -120,6 +121,21 @@ static inline double log_add_exp(double a, double b)
 #define INDEXED_max 1
 #define INDEXED_min 1
 #define INDEXED_lse 0
+#define CHUNKED_sum 0
+#define CHUNKED_prod 0
+#define CHUNKED_max 0
+#define CHUNKED_min 0
+#define CHUNKED_lse 1
+
+/* logcumsumexp along a line without resets, in chunks of LSE_CHUNK elements: as the GPU's plain
+ * path (kernels/scan_ops.cuh), a chunk is a plain float64 sum of exp(x - R) from R, the larger of
+ * its largest kept element and the running value, and its outputs R + log of the sum so far, with
+ * the exps and logs of a chunk computed as vectors (vmath.c) instead of a log1p and an exp an
+ * element. A chunk with a kept element that is not finite, or one more than LSE_SPAN below R (its
+ * exp would lose bits to underflow), takes the step-by-step walk. A sum of exactly 1 gives R itself
+ * (so that -0.0 stays -0.0, as one element's log-sum is the element). */
+enum { LSE_CHUNK = 64 };
+#define LSE_SPAN 600.0
 
 /* F(..., masked, segmented, indexed) called with the three flags as constants, so that each
  * combination is compiled on its own. */
@@ -167,6 +183,48 @@ static inline double log_add_exp(double a, double b)
         const int init = p->initial != 0; /* then an exclusive scan's first output is the initial value */      \
         A acc = init ? INITIAL_OF(A, p, off[CS_OPND_INITIAL]) : IDENT_##OPN(A, IN);                             \
         int64_t at = 0;                                                                                         \
+        if (CHUNKED_##OPN && !segmented) {                                                                      \
+            for (int64_t k0 = 0; k0 < len; k0 += LSE_CHUNK) {                                                   \
+                const int n = len - k0 < LSE_CHUNK ? (int)(len - k0) : LSE_CHUNK;                               \
+                double xs[LSE_CHUNK], t[LSE_CHUNK], pre[LSE_CHUNK], lg[LSE_CHUNK];                              \
+                unsigned char kp[LSE_CHUNK];                                                                    \
+                double hi = -INFINITY, lo = INFINITY;                                                           \
+                int odd = !(acc == -INFINITY || isfinite((double)acc));                                         \
+                for (int j = 0; j < n; j++) {                                                                   \
+                    const int64_t i = rev ? len - 1 - (k0 + j) : k0 + j;                                        \
+                    xs[j] = TO_ACC(IN, double, x[i * sx]);                                                      \
+                    kp[j] = !masked || m[i * sm];                                                               \
+                    if (kp[j]) {                                                                                \
+                        odd |= !isfinite(xs[j]);                                                                \
+                        hi = xs[j] > hi ? xs[j] : hi;                                                           \
+                        lo = xs[j] < lo ? xs[j] : lo;                                                           \
+                    }                                                                                           \
+                }                                                                                               \
+                const double R = hi > (double)acc ? hi : (double)acc;                                           \
+                if (odd || R == -INFINITY || lo < R - LSE_SPAN || ((double)acc != -INFINITY && acc < R - LSE_SPAN)) { \
+                    for (int j = 0; j < n; j++) {                                                               \
+                        const int64_t k = k0 + j, i = rev ? len - 1 - k : k;                                    \
+                        SCAN_STEP(OPN, A, IN, OUT, OUT_T, acc, at, x[i * sx], kp[j], 0, k == 0 && !init, i + 1, \
+                                  &y[i * so], &ix[i * si]);                                                     \
+                    }                                                                                           \
+                    continue;                                                                                   \
+                }                                                                                               \
+                double P = (double)acc == -INFINITY ? 0.0 : exp((double)acc - R);                               \
+                cs_cpu_exp_rel_f64(xs, kp, R, t, n);                                                            \
+                for (int j = 0; j < n; j++) {                                                                   \
+                    const double before = P;                                                                    \
+                    P += t[j];                                                                                  \
+                    pre[j] = excl ? before : P;                                                                 \
+                }                                                                                               \
+                cs_cpu_log_f64(pre, lg, n);                                                                     \
+                for (int j = 0; j < n; j++) {                                                                   \
+                    const int64_t i = rev ? len - 1 - (k0 + j) : k0 + j;                                        \
+                    y[i * so] = TO_OUT(OUT, OUT_T, pre[j] == 1.0 ? R : R + lg[j]);                              \
+                }                                                                                               \
+                acc = (A)(P == 1.0 ? R : R + log(P));                                                           \
+            }                                                                                                   \
+            return;                                                                                             \
+        }                                                                                                       \
         for (int64_t k = 0; k < len; k++) {                                                                     \
             const int64_t i = rev ? len - 1 - k : k;                                                            \
             SCAN_STEP(OPN, A, IN, OUT, OUT_T, acc, at, x[i * sx], !masked || m[i * sm],                         \
