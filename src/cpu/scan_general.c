@@ -134,7 +134,7 @@ static inline double log_add_exp(double a, double b)
  * element. A chunk with a kept element that is not finite, or one more than LSE_SPAN below R (its
  * exp would lose bits to underflow), takes the step-by-step walk. A sum of exactly 1 gives R itself
  * (so that -0.0 stays -0.0, as one element's log-sum is the element). */
-enum { LSE_CHUNK = 64 };
+enum { LSE_CHUNK = 64, LSE_ROWS = 16 };
 #define LSE_SPAN 600.0
 
 /* F(..., masked, segmented, indexed) called with the three flags as constants, so that each
@@ -243,6 +243,71 @@ enum { LSE_CHUNK = 64 };
             SPECIALISE(OPN##_##NAME##_line, masked, segmented, indexed, p, off);                                \
         }                                                                                                       \
     }                                                                                                           \
+    /* logcumsumexp: rows [k0, k0 + nr) of a block of columns as plain sums, each column from R, the       \
+     * larger of its largest kept element there and its running value (acc, advanced); 0, having       \
+     * written nothing, where a column has a kept element that is not finite or one more than LSE_SPAN \
+     * below its R */                                                                                       \
+    ALWAYS_INLINE int OPN##_##NAME##_rows_chunk(const cs_scan_plan *p, const int64_t *off, int64_t c0,         \
+                                               int64_t nc, int64_t ix, int64_t im, int64_t io, int64_t k0,      \
+                                               int64_t nr, const int masked, OPN##_##NAME##_acc *acc)           \
+    {                                                                                                           \
+        const int64_t len = p->len, sx = p->scan_stride[CS_OPND_X], sm = p->scan_stride[CS_OPND_MASK];          \
+        const int64_t so = p->scan_stride[CS_OPND_OUT];                                                         \
+        const int excl = p->exclusive, rev = p->reverse;                                                        \
+        double R[COLUMN_BLOCK], P[COLUMN_BLOCK], xs[COLUMN_BLOCK], t[COLUMN_BLOCK], lg[COLUMN_BLOCK];           \
+        double lo[COLUMN_BLOCK];                                                                                \
+        unsigned char kp[COLUMN_BLOCK];                                                                         \
+        int odd = 0;                                                                                            \
+        for (int64_t c = 0; c < nc; c++) {                                                                      \
+            R[c] = -INFINITY;                                                                                   \
+            lo[c] = INFINITY;                                                                                   \
+            odd |= !((double)acc[c] == -INFINITY || isfinite((double)acc[c]));                                  \
+        }                                                                                                       \
+        for (int64_t k = k0; k < k0 + nr; k++) {                                                                \
+            const int64_t i = rev ? len - 1 - k : k;                                                            \
+            const IN_T *xr = (const IN_T *)p->x + off[CS_OPND_X] + i * sx + c0 * ix;                            \
+            const unsigned char *mr = masked ? p->mask + off[CS_OPND_MASK] + i * sm + c0 * im : 0;              \
+            for (int64_t c = 0; c < nc; c++) {                                                                  \
+                const double v = TO_ACC(IN, double, xr[c * ix]);                                                \
+                if (!masked || mr[c * im]) {                                                                    \
+                    odd |= !isfinite(v);                                                                        \
+                    R[c] = v > R[c] ? v : R[c];                                                                 \
+                    lo[c] = v < lo[c] ? v : lo[c];                                                              \
+                }                                                                                               \
+            }                                                                                                   \
+        }                                                                                                       \
+        for (int64_t c = 0; c < nc; c++) {                                                                      \
+            const double a = (double)acc[c];                                                                    \
+            R[c] = a > R[c] ? a : R[c];                                                                         \
+            if (R[c] == -INFINITY) R[c] = 0.0; /* nothing kept yet: its sums stay 0, its outputs -inf */        \
+            odd |= lo[c] < R[c] - LSE_SPAN || (a != -INFINITY && a < R[c] - LSE_SPAN);                          \
+            xs[c] = a;                                                                                          \
+            kp[c] = a != -INFINITY;                                                                             \
+        }                                                                                                       \
+        if (odd) return 0;                                                                                      \
+        cs_cpu_exp_diff_f64(xs, R, kp, P, nc); /* the running values in their columns' scales */                \
+        for (int64_t k = k0; k < k0 + nr; k++) {                                                                \
+            const int64_t i = rev ? len - 1 - k : k;                                                            \
+            const IN_T *xr = (const IN_T *)p->x + off[CS_OPND_X] + i * sx + c0 * ix;                            \
+            OUT_T *yr = (OUT_T *)p->out + off[CS_OPND_OUT] + i * so + c0 * io;                                  \
+            const unsigned char *mr = masked ? p->mask + off[CS_OPND_MASK] + i * sm + c0 * im : 0;              \
+            for (int64_t c = 0; c < nc; c++) {                                                                  \
+                xs[c] = TO_ACC(IN, double, xr[c * ix]);                                                         \
+                kp[c] = !masked || mr[c * im];                                                                  \
+            }                                                                                                   \
+            cs_cpu_exp_diff_f64(xs, R, kp, t, nc);                                                              \
+            for (int64_t c = 0; c < nc; c++) {                                                                  \
+                const double before = P[c];                                                                     \
+                P[c] += t[c];                                                                                   \
+                xs[c] = excl ? before : P[c];                                                                   \
+            }                                                                                                   \
+            cs_cpu_log_f64(xs, lg, nc);                                                                         \
+            for (int64_t c = 0; c < nc; c++) yr[c * io] = TO_OUT(OUT, OUT_T, xs[c] == 1.0 ? R[c] : R[c] + lg[c]); \
+        }                                                                                                       \
+        cs_cpu_log_f64(P, lg, nc);                                                                              \
+        for (int64_t c = 0; c < nc; c++) acc[c] = (OPN##_##NAME##_acc)(P[c] == 1.0 ? R[c] : R[c] + lg[c]);      \
+        return 1;                                                                                               \
+    }                                                                                                           \
     /* a block of nc neighbouring lines from line c0, walked a row at a time; unit: every operand               \
      * steps by 1 along the block */                                                                            \
     ALWAYS_INLINE void OPN##_##NAME##_block(const cs_scan_plan *p, const int64_t *off, int64_t c0,              \
@@ -267,16 +332,29 @@ enum { LSE_CHUNK = 64 };
             acc[c] = init ? INITIAL_OF(A, p, off[CS_OPND_INITIAL] + (c0 + c) * iv) : IDENT_##OPN(A, IN);        \
             at[c] = 0;                                                                                          \
         }                                                                                                       \
-        for (int64_t k = 0; k < len; k++) {                                                                     \
-            const int64_t i = rev ? len - 1 - k : k;                                                            \
-            const IN_T *xr = (const IN_T *)p->x + off[CS_OPND_X] + i * sx + c0 * ix;                            \
-            OUT_T *yr = (OUT_T *)p->out + off[CS_OPND_OUT] + i * so + c0 * io;                                  \
-            const unsigned char *mr = masked ? p->mask + off[CS_OPND_MASK] + i * sm + c0 * im : 0;              \
-            const unsigned char *rr = segmented ? p->reset + off[CS_OPND_RESET] + i * sr + c0 * ir : 0;         \
-            int64_t *nr = indexed ? p->indices + off[CS_OPND_INDICES] + i * si + c0 * ii : 0;                   \
-            for (int64_t c = 0; c < nc; c++)                                                                    \
-                SCAN_STEP(OPN, A, IN, OUT, OUT_T, acc[c], at[c], xr[c * ix], !masked || mr[c * im],             \
-                          segmented && rr[c * ir], k == 0 && !init, i + 1, &yr[c * io], &nr[c * ii]);           \
+        for (int64_t k0 = 0, ke = len; k0 < len; k0 = ke) {                                                     \
+            /* logcumsumexp: LSE_ROWS rows at a time as plain sums, each column from its own R, where it   \
+             * can (as the rows' chunks); rows [k0, ke) go step by step */                                      \
+            ke = len;                                                                                           \
+            if (CHUNKED_##OPN && !segmented) {                                                                  \
+                const int64_t nr = len - k0 < LSE_ROWS ? len - k0 : LSE_ROWS;                                   \
+                if (OPN##_##NAME##_rows_chunk(p, off, c0, nc, ix, im, io, k0, nr, masked, acc)) {               \
+                    ke = k0 + nr;                                                                               \
+                    continue;                                                                                   \
+                }                                                                                               \
+                ke = k0 + nr;                                                                                   \
+            }                                                                                                   \
+            for (int64_t k = k0; k < ke; k++) {                                                                 \
+                const int64_t i = rev ? len - 1 - k : k;                                                        \
+                const IN_T *xr = (const IN_T *)p->x + off[CS_OPND_X] + i * sx + c0 * ix;                        \
+                OUT_T *yr = (OUT_T *)p->out + off[CS_OPND_OUT] + i * so + c0 * io;                              \
+                const unsigned char *mr = masked ? p->mask + off[CS_OPND_MASK] + i * sm + c0 * im : 0;          \
+                const unsigned char *rr = segmented ? p->reset + off[CS_OPND_RESET] + i * sr + c0 * ir : 0;     \
+                int64_t *nr = indexed ? p->indices + off[CS_OPND_INDICES] + i * si + c0 * ii : 0;               \
+                for (int64_t c = 0; c < nc; c++)                                                                \
+                    SCAN_STEP(OPN, A, IN, OUT, OUT_T, acc[c], at[c], xr[c * ix], !masked || mr[c * im],         \
+                              segmented && rr[c * ir], k == 0 && !init, i + 1, &yr[c * io], &nr[c * ii]);       \
+            }                                                                                                   \
         }                                                                                                       \
     }                                                                                                           \
     static void OPN##_##NAME##_columns(const cs_scan_plan *p)                                                   \

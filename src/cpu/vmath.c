@@ -32,6 +32,15 @@ VECTOR_KERNEL void cs_cpu_exp_rel_f64(const double *x, const unsigned char *keep
     }
 }
 
+/* t[i] = exp(x[i] - r[i]) where keep[i], else 0 */
+VECTOR_KERNEL void cs_cpu_exp_diff_f64(const double *x, const double *r, const unsigned char *keep, double *t, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const double e = exp(x[i] - r[i]);
+        t[i] = keep[i] ? e : 0.0;
+    }
+}
+
 /* r[i] = log(a[i]) */
 VECTOR_KERNEL void cs_cpu_log_f64(const double *a, double *r, int64_t n)
 {
