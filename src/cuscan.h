@@ -281,8 +281,9 @@ typedef struct cs_scan_args {
  *           floats, the dtype's minimum / maximum for integers, false / true for bool) and the
  *           index is 0.
  *   CS_SCAN_LOGSUMEXP  float inputs, float outputs as for sums; accumulated in float64 as a running
- *           log-sum-exp (stable for inputs near the dtype's maximum: on CUDA a sum of exps with its
- *           power of two apart, on the CPU the larger plus log1p(exp(-|a - b|)) each step). -inf is the identity: an
+ *           log-sum-exp (stable for inputs near the dtype's maximum: a sum of exp(x - R) from a
+ *           reference R no lower than the values it takes in; on CUDA partial sums join with their
+ *           power of two apart). -inf is the identity: an
  *           all -inf prefix, a masked-out element and an exclusive scan's empty prefix give -inf;
  *           NaN propagates; +inf gives +inf.
  *   mask    a masked-out element is skipped: sums and products read it as +0.0 (0) or 1, as

@@ -166,8 +166,9 @@ local ENTRIES = {
   { "Scans", { "cs.logcumsumexp", "x:logcumsumexp" },
     "cs.logcumsumexp(x, dim[, opts]) / x:logcumsumexp(dim[, opts])",
     [[log(cumsum(exp(x))) along dim without its overflow: a running log-sum-exp accumulated in
-      float64 (on the GPU a sum of exps with its power of two kept apart, on the CPU each step the
-      larger plus log1p(exp(-|a - b|))), so inputs near the dtype's maximum give finite results. Float dtypes only; opts as for cs.cumsum (dtype: float16 or bfloat16 to
+      float64 (a sum of exp(x - R) from a reference R no lower than the values it takes in, on the
+      GPU with the sum's power of two kept apart where partial sums join), so inputs near the
+      dtype's maximum give finite results. Float dtypes only; opts as for cs.cumsum (dtype: float16 or bfloat16 to
       float32 or float64, float32 to float64). -inf is the identity: an all -inf prefix, a
       masked-out element (skipped) and an exclusive scan's empty prefix give -inf; NaN propagates;
       +inf gives +inf. initial is a log-sum-exp carried in (-inf starts afresh). float32 results
