@@ -514,7 +514,7 @@ struct ColumnUnitScan {
 
     // logcumsumexp as plain float64 sums (scan_ops.cuh) where this thread's columns allow: each
     // column's kept extremes, and whether every kept element is finite and below 2^60 with no resets.
-    static constexpr bool kLse = std::is_same_v<Op, SegOp<LseOp>>;
+    static constexpr bool kLse = kIsLse<Op>;
     struct LseColumns {
         bool plain;
         double hi[CV], lo[CV];

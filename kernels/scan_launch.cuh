@@ -175,10 +175,6 @@ inline OpArgs op_args(const cs_scan_plan *p)
     return o;
 }
 
-// A spec of logcumsumexp (its kernels are bound by arithmetic, not by memory).
-template <class S>
-inline constexpr bool kIsLse = std::is_same_v<typename S::Op, SegOp<LseOp>>;
-
 // ---- rows ----
 template <class S>
 cs_status launch_rows(const cs_scan_plan *p, cudaStream_t stream, Report &rep, const char *force_mode)
@@ -218,7 +214,8 @@ cs_status launch_rows(const cs_scan_plan *p, cudaStream_t stream, Report &rep, c
     if (!p->initial && packed && p->len * 2 <= tile && p->nouter / (tile / p->len) >= P::kSegmentedMinTilesPerSm * sms)
         mode = SEGMENTED;
     else if (p->len <= tile) mode = SINGLE;
-    else if (S::FLAGGED && p->nouter >= (kIsLse<S> ? P::kWarpLinesMinLinesPerSmLse : P::kWarpLinesMinLinesPerSm) * sms)
+    else if (S::FLAGGED &&
+             p->nouter >= (kIsLse<typename S::Op> ? P::kWarpLinesMinLinesPerSmLse : P::kWarpLinesMinLinesPerSm) * sms)
         mode = WARP_LINES;
     else if (p->nouter >= P::kWholeLinesMinLinesPerSm * sms) mode = WHOLE_LINES;
     else mode = PIECES;

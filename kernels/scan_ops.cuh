@@ -289,6 +289,11 @@ struct SegOp {
     }
 };
 
+// Whether a flagged kernel's op is logcumsumexp's (its plain-sum paths; its kernels are bound by
+// arithmetic, not by memory).
+template <class Op>
+inline constexpr bool kIsLse = std::is_same_v<Op, SegOp<LseOp>>;
+
 // The spec of a flagged scan (scan_common.cuh says why): Base is ArithOp, LseOp or MaxMinOp. The
 // mask is a run-time switch here, so MASKED is false and the kernels take the flagged paths.
 template <class Policy, class Base, typename InT_, typename OutT_, bool REVERSE_>

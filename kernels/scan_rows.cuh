@@ -562,7 +562,7 @@ struct RowTileScan {
     // logcumsumexp chunk by chunk as plain sums (scan_ops.cuh), for tiles whose warps share one: the
     // chunk's largest kept element across the warp and this lane's smallest, and whether the chunk
     // has a reset or a kept element that is not finite or beyond 2^60 (then the joined states take it).
-    static constexpr bool kLse = std::is_same_v<Op, SegOp<LseOp>>;
+    static constexpr bool kLse = kIsLse<Op>;
     __device__ __forceinline__ static bool lse_chunk_odd(const InT (&v)[VEC], unsigned fl, double &hi, double &lo)
     {
         bool odd = (fl >> 16) != 0;
@@ -709,7 +709,7 @@ struct RowTileScan {
         static_assert(WARP_TILES && FLAGGED, "a warp's own tile of a flagged scan");
         const Op op(a.op);
         const RowSpan sp = span(a, unit);
-        if constexpr (std::is_same_v<Op, SegOp<LseOp>>)
+        if constexpr (kIsLse<Op>)
             if (lse_warp_tile(a, sp, r, carry)) return carry;
 #pragma unroll
         for (int k = 0; k < K; k++) {

@@ -247,7 +247,7 @@ enum { LSE_CHUNK = 64, LSE_ROWS = 16 };
      * larger of its largest kept element there and its running value (acc, advanced); 0, having       \
      * written nothing, where a column has a kept element that is not finite or one more than LSE_SPAN \
      * below its R */                                                                                       \
-    ALWAYS_INLINE int OPN##_##NAME##_rows_chunk(const cs_scan_plan *p, const int64_t *off, int64_t c0,         \
+    ALWAYS_INLINE int OPN##_##NAME##_block_chunk(const cs_scan_plan *p, const int64_t *off, int64_t c0,        \
                                                int64_t nc, int64_t ix, int64_t im, int64_t io, int64_t k0,      \
                                                int64_t nr, const int masked, OPN##_##NAME##_acc *acc)           \
     {                                                                                                           \
@@ -337,12 +337,8 @@ enum { LSE_CHUNK = 64, LSE_ROWS = 16 };
              * can (as the rows' chunks); rows [k0, ke) go step by step */                                      \
             ke = len;                                                                                           \
             if (CHUNKED_##OPN && !segmented) {                                                                  \
-                const int64_t nr = len - k0 < LSE_ROWS ? len - k0 : LSE_ROWS;                                   \
-                if (OPN##_##NAME##_rows_chunk(p, off, c0, nc, ix, im, io, k0, nr, masked, acc)) {               \
-                    ke = k0 + nr;                                                                               \
-                    continue;                                                                                   \
-                }                                                                                               \
-                ke = k0 + nr;                                                                                   \
+                ke = len - k0 < LSE_ROWS ? len : k0 + LSE_ROWS;                                                 \
+                if (OPN##_##NAME##_block_chunk(p, off, c0, nc, ix, im, io, k0, ke - k0, masked, acc)) continue; \
             }                                                                                                   \
             for (int64_t k = k0; k < ke; k++) {                                                                 \
                 const int64_t i = rev ? len - 1 - k : k;                                                        \
