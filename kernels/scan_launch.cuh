@@ -426,12 +426,14 @@ cs_status launch_slabs(const cs_scan_plan *p, cudaStream_t stream, Report &rep, 
         }
     }
     // segments: S of a column when S columns' worth fit the threads, each of at most SR_MAX rows
-    // (odd, so that the lanes of a warp walking one column SR rows apart hit different banks); a
-    // whole wide tile scans one column a thread at a time, a piece holds all its columns at once
+    // (odd, so that the lanes of a warp walking one column SR rows apart hit different banks; SR_MAX
+    // is odd, so an even row count per segment rounds up within it); a whole wide tile scans one
+    // column a thread at a time, a piece holds all its columns at once
+    static_assert(T::SR_MAX % 2 == 1, "segments hold an odd number of rows");
     auto segs_of = [&](int64_t w) { return w <= threads ? (int)(threads / w) : 1; };
     auto row_cap = [&](int64_t w, bool whole_tile) -> int64_t {
         const int sg = segs_of(w);
-        if (sg > 1) return (int64_t)sg * (sr_max - 1);
+        if (sg > 1) return (int64_t)sg * sr_max;
         return whole_tile ? sr_max : sr_max / ((w + threads - 1) / threads);
     };
     const bool whole = L * width <= tile && L <= row_cap(width, true) && !pieces_forced;
@@ -469,8 +471,15 @@ cs_status launch_slabs(const cs_scan_plan *p, cudaStream_t stream, Report &rep, 
         int sr = (a.rows + a.segs - 1) / a.segs;
         if (sr % 2 == 0) sr++;
         a.seg_rows = sr;
+        // segments of sr and sr - 2 rows (both odd) that just cover the tile's rows
+        a.seg_long = sr < 3 ? a.segs : std::min(a.segs, (a.rows - a.segs * (sr - 2) + 1) / 2);
     } else {
         a.seg_rows = a.rows;
+        a.seg_long = 1;
+    }
+    if (a.mode == kSlabWhole) {
+        a.div_len = FastDiv((unsigned)L);
+        for (int64_t h = 0; h < 64; h += L) a.head_pattern |= 1ull << h;
     }
     a.div_width = FastDiv((unsigned)width);
     const bool blocked = a.col_blocks > 1;

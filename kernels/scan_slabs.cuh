@@ -42,7 +42,10 @@ struct SlabArgs {
     int64_t pieces;           // walk and lookback: tiles along a strip, ceil(len / R)
     int64_t strips;           // walk and lookback: outer * col_blocks
     int segs;                 // S: segments per column (S * W <= threads), or 1 for wide tiles
-    int seg_rows;             // SR: rows a segment holds (odd when S > 1)
+    int seg_rows;             // SR: rows of the first seg_long segments of a column (odd when S > 1) ...
+    int seg_long;             // ... the others hold SR - 2, so that a full tile's segments are all full
+    FastDiv div_len;          // whole mode: by len
+    uint64_t head_pattern;    // whole mode, len < 64: bits at the multiples of len
     int vec_in, vec_out;      // x (and mask) / out may move in 16-byte vectors
     FastDiv div_width;        // by W (a full block's columns)
     int exclusive;
@@ -355,23 +358,49 @@ struct SlabScan {
         return ++slab_row == (int)a.len && a.mode == kSlabWhole ? 0 : slab_row;
     }
 
+    // Headed segments: a plain scan without initial values marks a segment's slab heads in a bit
+    // mask (bit i: element i starts a slab) instead of counting rows, and when every segment of the
+    // warp holds at least SR_MAX - kTailRows rows (a full tile's do when its rows fill the segments:
+    // SlabArgs::seg_long) folds them with no test a row, so an element costs its load, conversions
+    // and fold.
+    static constexpr bool HEADED = P::kSlabHeadedSegments && !FLAGGED;
+    static constexpr int kTailRows = 3;
+    static_assert(!HEADED || SR_MAX < 64, "a segment's heads are bits of a 64-bit word");
+
     // One thread's segment of one column: up to SR_MAX rows held in registers between the passes.
     struct Segment {
         OutT v[SR_MAX];
         int idx0, step, count, lo;   // stage index of its first element, the step to the next one
         int r0, c;                   // the tile row of its first element, its column
+        uint64_t heads;              // HEADED: bit i set where element i starts a slab
     };
+
+    __device__ __forceinline__ static uint64_t head_bits(const SlabArgs &a, const SlabTile &t, int lo)
+    {
+        if (a.mode != kSlabWhole) return t.piece == 0 && lo == 0 ? 1 : 0;
+        const int row = lo - (int)a.div_len.div((unsigned)lo) * (int)a.len;   // lo's row in its slab
+        const int h = row ? (int)a.len - row : 0;                               // the first head
+        return a.len < 64 ? a.head_pattern << h : h < 64 ? 1ull << h : 0;
+    }
 
     __device__ __forceinline__ static void segment_at(const SlabArgs &a, const SlabTile &t, int shift, int s, int c,
                                                       Segment &g)
     {
-        g.lo = s * a.seg_rows;
-        g.count = max(0, min(t.nrows - g.lo, a.seg_rows));
+        // the first seg_long segments hold seg_rows rows, the others two fewer (both odd)
+        g.lo = s * a.seg_rows - 2 * max(0, s - a.seg_long);
+        g.count = max(0, min(t.nrows - g.lo, s < a.seg_long ? a.seg_rows : a.seg_rows - 2));
+        if constexpr (HEADED) g.heads = a.segs > 1 || a.mode != kSlabWhole ? head_bits(a, t, g.lo) : 0;
         const int r0 = S::REVERSE ? t.nrows - 1 - g.lo : g.lo;
         g.idx0 = shift + r0 * t.ncols + c;
         g.step = S::REVERSE ? -t.ncols : t.ncols;
         g.r0 = r0;
         g.c = c;
+    }
+    // The loop a segment takes: with a test a row, or (whole) without. The threads that scan
+    // segments together take the same loop.
+    __device__ __forceinline__ static bool whole_warp(const Segment &g)
+    {
+        return __all_sync(__activemask(), g.count >= SR_MAX - kTailRows);
     }
 
     // Flagged scans: the segment's element i (logical row `slab_row` of its slab in whole mode) as a
@@ -397,14 +426,53 @@ struct SlabScan {
         return S::initial(a.initial, row / a.len * a.inner + t.col0 + g.c, a.initial_dtype);
     }
 
+    template <bool HOLD, bool WHOLE>
+    __device__ __forceinline__ static SegPair<AccT> headed_segment_fold(const Op &op, const Shared &sh, Segment &g)
+    {
+        AccT acc = op.identity();
+#pragma unroll
+        for (int i = 0; i < SR_MAX; i++) {
+            if ((!WHOLE || i >= SR_MAX - kTailRows) && i >= g.count) break;
+            const OutT e = sh.stage[g.idx0 + i * g.step];
+            if constexpr (HOLD) g.v[i] = e;
+            const AccT v = to_acc<AccT>(e);
+            acc = (g.heads >> i) & 1 ? v : op(acc, v);
+        }
+        return SegPair<AccT>{ (g.heads & ~(~0ull << g.count)) != 0, acc };
+    }
+    template <bool HOLD, bool WHOLE, bool EXCLUSIVE>
+    __device__ __forceinline__ static void headed_segment_write(const Op &op, Shared &sh, const Segment &g, AccT acc)
+    {
+#pragma unroll
+        for (int i = 0; i < SR_MAX; i++) {
+            if ((!WHOLE || i >= SR_MAX - kTailRows) && i >= g.count) break;
+            const int e = g.idx0 + i * g.step;
+            const AccT v = to_acc<AccT>(HOLD ? g.v[i] : sh.stage[e]);
+            const bool head = (g.heads >> i) & 1;
+            if constexpr (EXCLUSIVE) {
+                const AccT before = head ? Op::zero() : acc;
+                acc = head ? v : op(acc, v);
+                sh.stage[e] = to_out<OutT>(before);
+            } else {
+                acc = head ? v : op(acc, v);
+                sh.stage[e] = to_out<OutT>(acc);
+            }
+        }
+    }
+
     // Pass 1: read the segment (into registers with HOLD), and its (head seen, fold since the last
     // head); with INIT (a.initial set) a head starts from its line's initial value. INIT is a
-    // template switch so that scans without initial values keep the lean loop.
-    template <bool INIT, bool HOLD = true>
+    // template switch so that scans without initial values keep the lean loop. SHORT: the segment
+    // is one short column of a wide tile, whose few rows do not repay the headed loops' setup.
+    template <bool INIT, bool HOLD = true, bool SHORT = false>
     __device__ __forceinline__ static SegPair<AccT> segment_fold(const SlabArgs &a, const SlabTile &t, const Shared &sh,
                                                                  Segment &g)
     {
         const Op op(a.op);
+        if constexpr (HEADED && !INIT && !SHORT) {
+            if (whole_warp(g)) return headed_segment_fold<HOLD, true>(op, sh, g);
+            return headed_segment_fold<HOLD, false>(op, sh, g);
+        }
         SegPair<AccT> acc{ 0, op.identity() };
         int slab_row = first_slab_row(a, t, g.lo);
 #pragma unroll
@@ -426,13 +494,19 @@ struct SlabScan {
 
     // Pass 2: the segment's outputs from `prefix` (the fold of everything before it), in place
     // (reading the stage again without HOLD).
-    template <bool INIT, bool HOLD = true>
+    template <bool INIT, bool HOLD = true, bool SHORT = false>
     __device__ __forceinline__ static void segment_write(const SlabArgs &a, const SlabTile &t, Shared &sh,
                                                          const Segment &g, AccT prefix)
     {
         const Op op(a.op);
         if constexpr (FLAGGED) {
             segment_write_flagged<INIT, HOLD>(op, a, t, sh, g, prefix);
+        } else if (HEADED && !INIT && !SHORT) {
+            const bool whole = whole_warp(g);
+            if (whole && a.exclusive) headed_segment_write<HOLD, true, true>(op, sh, g, prefix);
+            else if (whole) headed_segment_write<HOLD, true, false>(op, sh, g, prefix);
+            else if (a.exclusive) headed_segment_write<HOLD, false, true>(op, sh, g, prefix);
+            else headed_segment_write<HOLD, false, false>(op, sh, g, prefix);
         } else {
             AccT acc = prefix;
             int slab_row = first_slab_row(a, t, g.lo);
@@ -556,8 +630,8 @@ __device__ __forceinline__ void scan_staged_tile_as(const SlabArgs &a, const Sla
         for (int c = threadIdx.x; c < t.ncols; c += T::THREADS) {
             typename T::Segment g;
             T::segment_at(a, t, shift, 0, c, g);
-            T::template segment_fold<INIT, HOLD>(a, t, sh, g);
-            T::template segment_write<INIT, HOLD>(a, t, sh, g, op.identity());
+            T::template segment_fold<INIT, HOLD, true>(a, t, sh, g);
+            T::template segment_write<INIT, HOLD, true>(a, t, sh, g, op.identity());
         }
         return;
     }

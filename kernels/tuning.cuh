@@ -76,10 +76,11 @@ struct TuningSm80 {
     static constexpr int kSlabSegRowsMaxMasked4 = 25;
     static constexpr int kSlabBlocksPerSmMasked4 = 4;
     static constexpr bool kSlabHoldMasked4 = true;
-    static constexpr int kSlabTileElements2 = 8192;
-    static constexpr int kSlabSegRowsMax2 = 33;
+    static constexpr int kSlabTileElements2 = 16384;
+    static constexpr int kSlabSegRowsMax2 = 63;
     static constexpr int kSlabBlocksPerSm2 = 4;
     static constexpr bool kSlabHold2 = false;
+    static constexpr bool kSlabHeadedSegments = true;  // plain scans mark slab heads in a bit mask a segment
     static constexpr int kSlabMaxWidth = 512;          // columns of a tile whose slab pieces join up
     static constexpr int kSlabWalkMaxStripsPerSm = 0;  // pieces walk their strip below this, else look back
     static constexpr int kSlabTreeMaxStrips = 1;       // look-backs of this few strips join by a tree

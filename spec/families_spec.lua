@@ -76,6 +76,40 @@ describe("kernel families #cuda", function()
     end)
   end
 
+  it("slabs: full tiles, whose segments all take the loops without a test a row, agree with the CPU", function()
+    -- large enough that whole tiles and look-back pieces are full: slabs of 2, 5, 31, 63, 64, 65 and
+    -- 999 rows (a head every other row up to one in several tiles), long strips of 2 and 3 columns
+    local shapes = { { 2 ^ 22, 2, 1 }, { 2 ^ 19, 5, 3 }, { 2 ^ 20, 31, 1 }, { 2 ^ 17, 63, 3 }, { 2 ^ 18, 64, 1 },
+                     { 2 ^ 16, 65, 2 }, { 2 ^ 13, 999, 1 }, { 4, 2 ^ 20, 2 }, { 1, 2 ^ 21, 3 } }
+    local pairs = { { "float16", "float16" }, { "bfloat16", "bfloat16" }, { "float32", "float32" },
+                    { "float64", "float64" }, { "int32", "int64" }, { "float32", "float64" } }
+    for si, shape in ipairs(shapes) do
+      for k = 1, 3 do
+        local pair = pairs[(si + 2 * k) % #pairs + 1]
+        local seed = H.seed_for(("full tiles %s %s %d"):format(table.concat(shape, "x"), pair[1], k))
+        local rng = H.rng(seed)
+        local opts = { reverse = rng:bool(), exclusive = rng:bool(0.4), dtype = pair[2] }
+        local masked = rng:bool(0.3)
+        local case = ("%s %s -> %s%s%s%s"):format(table.concat(shape, "x"), pair[1], pair[2],
+          opts.reverse and " reverse" or "", opts.exclusive and " exclusive" or "", masked and " masked" or "")
+        local family = shape[2] > 4096 and "slabs/lookback" or "slabs/whole"
+        cs.force_family(family)
+        H.replay(seed, case, function()
+          local x = input(shape, pair[1], "cumsum", seed, "cpu")
+          local m = masked and cs.rand(shape, { seed = seed + 1, device = "cpu" }):lt(0.6) or nil
+          local want = x:cumsum(2, { reverse = opts.reverse, exclusive = opts.exclusive, dtype = opts.dtype, mask = m })
+          local xd = x:cuda()
+          local out = cs.full(shape, H.poison(pair[2]), { dtype = pair[2], device = "cuda" })
+          local o_gpu = { reverse = opts.reverse, exclusive = opts.exclusive, dtype = opts.dtype,
+                          mask = m and m:cuda(), out = out }
+          local plan = cs.explain(xd, 2, o_gpu)
+          assert.equal("cuda " .. family .. ":", plan:sub(1, #family + 6), plan)
+          check(want, cs.cumsum(xd, 2, o_gpu), pair[2], "cumsum", shape[2])
+        end)
+      end
+    end
+  end)
+
   it("slabs/lookback: a single strip joins its pieces by a tree, several strips by chains", function()
     for _, case in ipairs({ { { 1, 2000000, 5 }, true }, { { 1, 300000, 64 }, true }, { { 2, 400000, 16 }, false },
                             { { 3, 5000, 3 }, false } }) do

@@ -1,0 +1,56 @@
+// bench/tune/slabs.cu - plain slab scans in several forms side by side in one library: TUNE_VARIANT=1
+// counts slab rows in every segment (kSlabHeadedSegments off), 2 takes the smaller tiles of 2-byte
+// outputs, 0 tuning.cuh's values.
+// Unmasked float16 / bfloat16 / float32 cumsums (forward or reverse, inclusive or exclusive) go
+// through launch_slabs; other scans are refused. Built by `bench/tune/build.sh slabs`; on the GPU:
+//   TUNE_VARIANT=1 CUSCAN_LIB=bench/tune/libslabs.so luajit bench/cells.lua 2^25x2:2:float16 ...
+#include <cstdlib>
+#include <cuda_runtime.h>
+#include "scan_launch.cuh"
+using namespace cuscan;
+
+struct PRowTests : TuningSm90 {
+    static constexpr bool kSlabHeadedSegments = false;
+};
+// V2: the 2-byte tiles before (8192 elements, segments of up to 33 rows)
+struct PTile2x8k : TuningSm90 {
+    static constexpr int kSlabTileElements2 = 8192, kSlabSegRowsMax2 = 33;
+};
+
+
+template <class P, typename T>
+static cs_status go(const cs_scan_plan *p, cudaStream_t stream, Report &rep)
+{
+    const char *mode = getenv("TUNE_SLAB_MODE");
+    return p->reverse ? launch_slabs<ScanSpec<P, CS_SCAN_SUM, T, double, T, true, false>>(p, stream, rep, mode)
+                      : launch_slabs<ScanSpec<P, CS_SCAN_SUM, T, double, T, false, false>>(p, stream, rep, mode);
+}
+
+template <class P>
+static cs_status run(const cs_scan_plan *p)
+{
+    cudaStream_t stream = (cudaStream_t)cs_cuda_stream_handle();
+    Report rep{};
+    rep.p = p;
+    if (p->op != CS_SCAN_SUM || p->mask || p->reset || p->indices || p->initial || !p->flat ||
+        p->in_dtype != p->out_dtype)
+        return cs_fail(CS_ERR_UNSUPPORTED, "tune: unmasked flat cumsums of one dtype only");
+    switch (p->in_dtype) {
+    case CS_FLOAT16: return go<P, __half>(p, stream, rep);
+    case CS_BFLOAT16: return go<P, __nv_bfloat16>(p, stream, rep);
+    case CS_FLOAT32: return go<P, float>(p, stream, rep);
+    default: return cs_fail(CS_ERR_UNSUPPORTED, "tune: float16, bfloat16 or float32 only");
+    }
+}
+
+extern "C" cs_status cs_cuda_scan(const cs_scan_plan *p)
+{
+    static const int v = getenv("TUNE_VARIANT") ? atoi(getenv("TUNE_VARIANT")) : 0;
+    switch (v) {
+    case 1: return run<PRowTests>(p);
+    case 2: return run<PTile2x8k>(p);
+    default: return run<TuningSm90>(p);
+    }
+}
+
+extern "C" cs_status cs_debug_inject_fault(void) { return cs_fail(CS_ERR_UNSUPPORTED, "tune: no fault injection"); }
