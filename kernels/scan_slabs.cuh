@@ -363,6 +363,8 @@ struct SlabScan {
     // warp holds at least SR_MAX - kTailRows rows (a full tile's do when its rows fill the segments:
     // SlabArgs::seg_long) folds them with no test a row, so an element costs its load, conversions
     // and fold.
+    // (kTailRows: a full tile's segments hold SR_MAX or SR_MAX - 2 rows, its last one a row fewer
+    // when the rows do not pair up)
     static constexpr bool HEADED = P::kSlabHeadedSegments && !FLAGGED;
     static constexpr int kTailRows = 3;
     static_assert(!HEADED || SR_MAX < 64, "a segment's heads are bits of a 64-bit word");
@@ -375,6 +377,8 @@ struct SlabScan {
         uint64_t heads;              // HEADED: bit i set where element i starts a slab
     };
 
+    // The heads of the segment from tile row lo: a piece's only head is its strip's first row; a
+    // whole tile's are every len-th row (for len < 64 the host's pattern of them, shifted).
     __device__ __forceinline__ static uint64_t head_bits(const SlabArgs &a, const SlabTile &t, int lo)
     {
         if (a.mode != kSlabWhole) return t.piece == 0 && lo == 0 ? 1 : 0;
@@ -389,6 +393,7 @@ struct SlabScan {
         // the first seg_long segments hold seg_rows rows, the others two fewer (both odd)
         g.lo = s * a.seg_rows - 2 * max(0, s - a.seg_long);
         g.count = max(0, min(t.nrows - g.lo, s < a.seg_long ? a.seg_rows : a.seg_rows - 2));
+        // (a wide whole tile's short columns take the loops that count rows: see SHORT)
         if constexpr (HEADED) g.heads = a.segs > 1 || a.mode != kSlabWhole ? head_bits(a, t, g.lo) : 0;
         const int r0 = S::REVERSE ? t.nrows - 1 - g.lo : g.lo;
         g.idx0 = shift + r0 * t.ncols + c;
