@@ -17,7 +17,6 @@ struct PTile2x8k : TuningSm90 {
     static constexpr int kSlabTileElements2 = 8192, kSlabSegRowsMax2 = 33;
 };
 
-
 template <class P, typename T>
 static cs_status go(const cs_scan_plan *p, cudaStream_t stream, Report &rep)
 {

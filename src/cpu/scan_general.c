@@ -210,7 +210,8 @@ enum { LSE_CHUNK = 64, LSE_ROWS = 16 };
                     continue;                                                                                   \
                 }                                                                                               \
                 double P = (double)acc == -INFINITY ? 0.0 : exp((double)acc - R);                               \
-                cs_cpu_exp_rel_f64(xs, kp, R, t, n);                                                            \
+                for (int j = 0; j < n; j++) pre[j] = R; /* (R for the exps, then the prefixes) */               \
+                cs_cpu_exp_diff_f64(xs, pre, kp, t, n);                                                         \
                 for (int j = 0; j < n; j++) {                                                                   \
                     const double before = P;                                                                    \
                     P += t[j];                                                                                  \

@@ -48,10 +48,9 @@ void cs_cpu_stream_fence(void);
 int64_t cs_cpu_cache_bytes(void);
 
 /* r = exp(a), log(a) of float32 elements, computed in float64; logcumsumexp's chunks: t = exp(x - r)
- * where kept (else 0), for one r or one a column, and r = log(a) of float64 elements (vmath.c) */
+ * where kept (else 0), and r = log(a) of float64 elements (vmath.c) */
 void cs_cpu_exp_f32(const float *a, float *r, int64_t n);
 void cs_cpu_log_f32(const float *a, float *r, int64_t n);
-void cs_cpu_exp_rel_f64(const double *x, const unsigned char *keep, double r, double *t, int64_t n);
 void cs_cpu_exp_diff_f64(const double *x, const double *r, const unsigned char *keep, double *t, int64_t n);
 void cs_cpu_log_f64(const double *a, double *r, int64_t n);
 #endif

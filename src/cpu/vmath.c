@@ -23,15 +23,6 @@ VECTOR_KERNEL void cs_cpu_log_f32(const float *a, float *r, int64_t n)
     for (int64_t i = 0; i < n; i++) r[i] = (float)log((double)a[i]);
 }
 
-/* t[i] = exp(x[i] - r) for the kept elements (keep[i]), 0 for the others */
-VECTOR_KERNEL void cs_cpu_exp_rel_f64(const double *x, const unsigned char *keep, double r, double *t, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++) {
-        const double e = exp(x[i] - r);
-        t[i] = keep[i] ? e : 0.0;
-    }
-}
-
 /* t[i] = exp(x[i] - r[i]) where keep[i], else 0 */
 VECTOR_KERNEL void cs_cpu_exp_diff_f64(const double *x, const double *r, const unsigned char *keep, double *t, int64_t n)
 {
