@@ -390,9 +390,11 @@ struct SlabScan {
     __device__ __forceinline__ static void segment_at(const SlabArgs &a, const SlabTile &t, int shift, int s, int c,
                                                       Segment &g)
     {
-        // the first seg_long segments hold seg_rows rows, the others two fewer (both odd)
-        g.lo = s * a.seg_rows - 2 * max(0, s - a.seg_long);
-        g.count = max(0, min(t.nrows - g.lo, s < a.seg_long ? a.seg_rows : a.seg_rows - 2));
+        // the first seg_long segments hold seg_rows rows, the others two fewer (both odd); a
+        // column's first segment starts at a literal 0, so that a wide tile's column (s = 0) knows
+        // its first row at compile time and finds its slab row without a division
+        g.lo = s == 0 ? 0 : s * a.seg_rows - 2 * max(0, s - a.seg_long);
+        g.count = max(0, min(t.nrows - g.lo, s == 0 || s < a.seg_long ? a.seg_rows : a.seg_rows - 2));
         // (a wide whole tile's short columns take the loops that count rows: see SHORT)
         if constexpr (HEADED) g.heads = a.segs > 1 || a.mode != kSlabWhole ? head_bits(a, t, g.lo) : 0;
         const int r0 = S::REVERSE ? t.nrows - 1 - g.lo : g.lo;
@@ -465,6 +467,24 @@ struct SlabScan {
         }
     }
 
+    // Runs row(i) for the segment's rows in order. The loop unrolls whole where the segment is held
+    // in registers (v[i] needs a constant i); a wide tile's column read from the stage takes a few
+    // rows an iteration, since its 63 rows unrolled whole spill at the class's 64 registers.
+    template <bool HOLD, bool SHORT, typename Row>
+    __device__ __forceinline__ static void for_rows(int count, Row &&row)
+    {
+        if constexpr (SHORT && !HOLD) {
+#pragma unroll 4
+            for (int i = 0; i < count; i++) row(i);
+        } else {
+#pragma unroll
+            for (int i = 0; i < SR_MAX; i++) {
+                if (i >= count) break;
+                row(i);
+            }
+        }
+    }
+
     // Pass 1: read the segment (into registers with HOLD), and its (head seen, fold since the last
     // head); with INIT (a.initial set) a head starts from its line's initial value. INIT is a
     // template switch so that scans without initial values keep the lean loop. SHORT: the segment
@@ -480,20 +500,16 @@ struct SlabScan {
         }
         SegPair<AccT> acc{ 0, op.identity() };
         int slab_row = first_slab_row(a, t, g.lo);
-#pragma unroll
-        for (int i = 0; i < SR_MAX; i++) {
-            if (i >= g.count) break;
-            {
-                const OutT e = sh.stage[g.idx0 + i * g.step];
-                if constexpr (HOLD) g.v[i] = e;
-                AccT v;
-                if constexpr (FLAGGED) v = elem_flagged(op, a, t, sh, g, i, e, slab_row);
-                else v = to_acc<AccT>(e);
-                if (slab_row == 0) acc = SegPair<AccT>{ 1, INIT ? op(head_initial(a, t, g, i), v) : v };
-                else acc.v = op(acc.v, v);
-                slab_row = next_slab_row(a, slab_row);
-            }
-        }
+        for_rows<HOLD, SHORT>(g.count, [&](int i) {
+            const OutT e = sh.stage[g.idx0 + i * g.step];
+            if constexpr (HOLD) g.v[i] = e;
+            AccT v;
+            if constexpr (FLAGGED) v = elem_flagged(op, a, t, sh, g, i, e, slab_row);
+            else v = to_acc<AccT>(e);
+            if (slab_row == 0) acc = SegPair<AccT>{ 1, INIT ? op(head_initial(a, t, g, i), v) : v };
+            else acc.v = op(acc.v, v);
+            slab_row = next_slab_row(a, slab_row);
+        });
         return acc;
     }
 
@@ -515,19 +531,15 @@ struct SlabScan {
         } else {
             AccT acc = prefix;
             int slab_row = first_slab_row(a, t, g.lo);
-#pragma unroll
-            for (int i = 0; i < SR_MAX; i++) {
-                if (i >= g.count) break;
-                {
-                    const AccT v = to_acc<AccT>(HOLD ? g.v[i] : sh.stage[g.idx0 + i * g.step]);
-                    const bool head = slab_row == 0;
-                    AccT before = acc;
-                    if (head) before = INIT ? head_initial(a, t, g, i) : Op::zero();
-                    acc = head && !INIT ? v : op(before, v);
-                    sh.stage[g.idx0 + i * g.step] = to_out<OutT>(a.exclusive ? before : acc);
-                    slab_row = next_slab_row(a, slab_row);
-                }
-            }
+            for_rows<HOLD, SHORT>(g.count, [&](int i) {
+                const AccT v = to_acc<AccT>(HOLD ? g.v[i] : sh.stage[g.idx0 + i * g.step]);
+                const bool head = slab_row == 0;
+                AccT before = acc;
+                if (head) before = INIT ? head_initial(a, t, g, i) : Op::zero();
+                acc = head && !INIT ? v : op(before, v);
+                sh.stage[g.idx0 + i * g.step] = to_out<OutT>(a.exclusive ? before : acc);
+                slab_row = next_slab_row(a, slab_row);
+            });
         }
     }
 

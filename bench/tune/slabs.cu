@@ -1,8 +1,8 @@
 // bench/tune/slabs.cu - plain slab scans in several forms side by side in one library: TUNE_VARIANT=1
 // counts slab rows in every segment (kSlabHeadedSegments off), 2 takes the smaller tiles of 2-byte
 // outputs, 0 tuning.cuh's values.
-// Unmasked float16 / bfloat16 / float32 cumsums (forward or reverse, inclusive or exclusive) go
-// through launch_slabs; other scans are refused. Built by `bench/tune/build.sh slabs`; on the GPU:
+// float16 / bfloat16 / float32 cumsums (forward or reverse, inclusive or exclusive; masked ones
+// forward) go through launch_slabs; other scans are refused. Built by `bench/tune/build.sh slabs`; on the GPU:
 //   TUNE_VARIANT=1 CUSCAN_LIB=bench/tune/libslabs.so luajit bench/cells.lua 2^25x2:2:float16 ...
 #include <cstdlib>
 #include <cuda_runtime.h>
@@ -21,6 +21,7 @@ template <class P, typename T>
 static cs_status go(const cs_scan_plan *p, cudaStream_t stream, Report &rep)
 {
     const char *mode = getenv("TUNE_SLAB_MODE");
+    if (p->mask) return launch_slabs<ScanSpec<P, CS_SCAN_SUM, T, double, T, false, true>>(p, stream, rep, mode);
     return p->reverse ? launch_slabs<ScanSpec<P, CS_SCAN_SUM, T, double, T, true, false>>(p, stream, rep, mode)
                       : launch_slabs<ScanSpec<P, CS_SCAN_SUM, T, double, T, false, false>>(p, stream, rep, mode);
 }
@@ -31,9 +32,9 @@ static cs_status run(const cs_scan_plan *p)
     cudaStream_t stream = (cudaStream_t)cs_cuda_stream_handle();
     Report rep{};
     rep.p = p;
-    if (p->op != CS_SCAN_SUM || p->mask || p->reset || p->indices || p->initial || !p->flat ||
+    if (p->op != CS_SCAN_SUM || (p->mask && p->reverse) || p->reset || p->indices || p->initial || !p->flat ||
         p->in_dtype != p->out_dtype)
-        return cs_fail(CS_ERR_UNSUPPORTED, "tune: unmasked flat cumsums of one dtype only");
+        return cs_fail(CS_ERR_UNSUPPORTED, "tune: flat cumsums of one dtype only (masked ones forward)");
     switch (p->in_dtype) {
     case CS_FLOAT16: return go<P, __half>(p, stream, rep);
     case CS_BFLOAT16: return go<P, __nv_bfloat16>(p, stream, rep);

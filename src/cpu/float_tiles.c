@@ -7,8 +7,9 @@
  * mixed    float32 lines along the scan on one side and next to each other on the other (a
  *          transposed input into a contiguous result, or the reverse): one transpose a block.
  * Every output is the in-order float64 prefix of its line rounded once, as in the other walks (the
- * half types through floats rounded to odd, see odd4_f16 and odd8_avx512, but for bfloat16 on AVX2,
- * through the nearest float, see bf16_round8).
+ * half types through floats rounded to odd, see odd4_f16 and odd8_bits_avx512, but for bfloat16:
+ * on AVX2 through the nearest float, see bf16_round8, on AVX-512 on the doubles' bits, see
+ * bf16_near8_avx512).
  * Stores bypass the caches (streaming stores) when the caller says the output is larger than they
  * are and the stores can be aligned: the output is then written once instead of read, merged and
  * written back. Streaming stores are weakly ordered: each thread that may have made them calls
@@ -138,7 +139,7 @@ AVX2_INLINE __m256i empty_lanes64(int64_t empty, int64_t from)
 
 /* AVX-512: eight float64 accumulators in one vector, and a step of 8 floats folded into them */
 typedef __m512d acc8_avx512;
-#define AVX512_INLINE static inline __attribute__((always_inline, target("avx2,fma,f16c,avx512f,avx512vl")))
+#define AVX512_INLINE static inline __attribute__((always_inline, target("avx2,fma,f16c,avx512f,avx512vl,avx512bw")))
 
 AVX512_INLINE acc8_avx512 load8_avx512(const double *p) { return _mm512_loadu_pd(p); }
 AVX512_INLINE void store8_avx512(double *p, acc8_avx512 a) { _mm512_storeu_pd(p, a); }
@@ -153,6 +154,53 @@ AVX512_INLINE __m256 odd8_avx512(__m512d d)
     const __m256i b = _mm256_castps_si256(t);
     return _mm256_castsi256_ps(_mm256_mask_or_epi32(b, inexact, b, _mm256_set1_epi32(1)));
 }
+
+/* The same on the doubles' bits, for float16: where any bit below float's last place is set, those
+ * bits cleared and that place set (one test and one masked ternary op), then converted exactly: two
+ * integer operations where odd8_avx512 takes two conversions more, which are what these tiles wait
+ * on. Exact within float's normal range and beyond it (too large: inf either way); below it the
+ * conversion rounds again, to nearest, where float16's outputs are zeros all the same. */
+AVX512_INLINE __m256 odd8_bits_avx512(__m512d d)
+{
+    const __m512i u = _mm512_castpd_si512(d), low = _mm512_set1_epi64((1LL << 29) - 1);
+    /* 0xBA: (u & ~low) | place */
+    const __m512i v = _mm512_mask_ternarylogic_epi64(u, _mm512_test_epi64_mask(u, low), low,
+                                                     _mm512_set1_epi64(1LL << 29), 0xBA);
+    return _mm512_cvtpd_ps(_mm512_castsi512_pd(v));
+}
+
+/* Floats rounded to odd, rounded to nearest even at bfloat16's last place by an integer add (the
+ * carry stepping into the exponent); a NaN keeps its top bits, made quiet. Low 16 bits clear. */
+AVX2_INLINE __m256 bf16_of_odd8(__m256 v)
+{
+    const __m256i u = _mm256_castps_si256(v), one = _mm256_set1_epi32(1);
+    const __m256i r = _mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), _mm256_and_si256(_mm256_srli_epi32(u, 16), one)));
+    const __m256i q = _mm256_or_si256(u, _mm256_set1_epi32(0x400000));
+    const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    return _mm256_castsi256_ps(_mm256_and_si256(_mm256_blendv_epi8(r, q, nan), _mm256_set1_epi32((int)0xffff0000u)));
+}
+
+/* Doubles rounded to bfloat16 as floats (low 16 bits clear): to nearest even at bfloat16's last
+ * place on the doubles' bits (the carry may step into the exponent; beyond float's range the
+ * conversion gives inf), then converted exactly. Below 2^-135 that gives a float under bfloat16's
+ * half least denormal, a zero of d's sign once its low half is dropped, as it should; NaN, and values
+ * from there to float's normal range (where bfloat16's places are fixed, not the double's), are not
+ * done so: where a lane has one, the eight go through odd8_avx512 and bf16_of_odd8. */
+AVX512_INLINE __m256 bf16_near8_avx512(__m512d d)
+{
+    const __m512i u = _mm512_castpd_si512(d);
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi64(u, 45), _mm512_set1_epi64(1));
+    const __m512i r = _mm512_add_epi64(_mm512_add_epi64(u, _mm512_set1_epi64((1LL << 44) - 1)), lsb);
+    const __m256 t = _mm512_cvtpd_ps(_mm512_castsi512_pd(_mm512_andnot_si512(_mm512_set1_epi64((1LL << 45) - 1), r)));
+    const __m512d a = _mm512_abs_pd(d);
+    const __mmask8 other = _mm512_mask_cmp_pd_mask(_mm512_cmp_pd_mask(a, _mm512_set1_pd(0x1p-126), _CMP_NGE_UQ), a,
+                                                   _mm512_set1_pd(0x1p-135), _CMP_NLT_UQ);
+    return __builtin_expect(other != 0, 0) ? bf16_of_odd8(odd8_avx512(d)) : t;
+}
+
+/* how fold8_avx512 rounds its outputs: to the nearest float (float32), to odd (float16, whose
+ * conversion then rounds), or to bfloat16 itself */
+enum { ROUND_NEAR, ROUND_ODD, ROUND_BF16 };
 
 /* AVX2, float32 rows only, into float32 or float64 (float_tiles_avx2.h has every other AVX2 tile):
  * eight float64 accumulators in two vectors, a step of 8 floats folded into them and rounded to
@@ -172,19 +220,20 @@ AVX2_INLINE __m256 fold8_avx2(__m256 v, acc8_avx2 *acc, const int PROD, const in
     return _mm256_set_m128(_mm256_cvtpd_ps(b), _mm256_cvtpd_ps(a));
 }
 
-/* a step of float32 values folded; its outputs as floats rounded to nearest or (ODD) to odd */
+/* a step of float32 values folded; its outputs as floats rounded as ODD says (ROUND_*) */
 AVX512_INLINE __m256 fold8_avx512(__m256 v, acc8_avx512 *acc, const int PROD, const int EXCL, const int ODD)
 {
     const __m512d prev = *acc, w = _mm512_cvtps_pd(v);
     *acc = PROD ? _mm512_mul_pd(prev, w) : _mm512_add_pd(prev, w);
-    return ODD ? odd8_avx512(EXCL ? prev : *acc) : _mm512_cvtpd_ps(EXCL ? prev : *acc);
+    const __m512d out = EXCL ? prev : *acc;
+    return ODD == ROUND_BF16 ? bf16_near8_avx512(out) : ODD == ROUND_ODD ? odd8_bits_avx512(out) : _mm512_cvtpd_ps(out);
 }
 
-/* Eight elements of a tile's storage type as floats (exact), and back (float32 stored as it is, the
- * half types rounded to nearest from the odd-rounded floats) */
+/* Eight elements of a tile's storage type as floats (exact), and back (float32 stored as it is,
+ * float16 rounded to nearest from the odd-rounded floats, bfloat16 the top halves of its own) */
 typedef float elem_f32;
 typedef uint16_t elem_f16, elem_bf16;
-enum { ODD_f32 = 0, ODD_f16 = 1, ODD_bf16 = 1 };
+enum { ODD_f32 = ROUND_NEAR, ODD_f16 = ROUND_ODD, ODD_bf16 = ROUND_BF16 };
 AVX2_INLINE __m256 load8_f32(const float *p) { return _mm256_loadu_ps(p); }
 AVX2_INLINE __m256 load8_f16(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
 AVX2_INLINE __m256 load8_bf16(const uint16_t *p)
@@ -209,15 +258,10 @@ AVX2_INLINE void store8_f16(uint16_t *p, __m256 v, const int STREAM)
     store_halves(p, _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), STREAM);
 }
 
-/* to nearest even by an integer add on the float's bits; a NaN keeps its top bits, made quiet */
-AVX2_INLINE void store8_bf16(uint16_t *p, __m256 v, const int STREAM)
+/* bfloat16 as floats (fold8_avx512's, low 16 bits clear): their top halves */
+AVX512_INLINE void store8_bf16(uint16_t *p, __m256 v, const int STREAM)
 {
-    const __m256i u = _mm256_castps_si256(v), one = _mm256_set1_epi32(1);
-    const __m256i r = _mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), _mm256_and_si256(_mm256_srli_epi32(u, 16), one)));
-    const __m256i q = _mm256_or_si256(u, _mm256_set1_epi32(0x400000));
-    const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-    const __m256i b = _mm256_srli_epi32(_mm256_blendv_epi8(r, q, nan), 16);
-    store_halves(p, _mm_packus_epi32(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1)), STREAM);
+    store_halves(p, _mm256_cvtepi32_epi16(_mm256_srli_epi32(_mm256_castps_si256(v), 16)), STREAM);
 }
 
 #define STORE_F64(STREAM, p, v) (STREAM ? _mm256_stream_pd(p, v) : _mm256_storeu_pd(p, v))
@@ -337,6 +381,110 @@ AVX2_INLINE void rows_f32_f64_avx2(const cs_float_tile *a, double *acc, int64_t 
     store8_avx2(acc, s8);
 }
 
+/* Streaming stores of part of a 64-byte line whose rest follows later (the half types' 16 bytes a
+ * line of a block) leave the line to go out piecemeal, which on Zen 3 makes the walk far slower
+ * than plain stores would: the half types' kernels gather whole lines in a buffer and stream those.
+ * One line of 32 halves from buf to y (64-byte aligned); rows: 8 lines, 32 halves apart in buf. */
+AVX2_INLINE void stream_line(uint16_t *y, const uint16_t *buf)
+{
+    _mm256_stream_si256((__m256i *)(void *)y, _mm256_load_si256((const __m256i *)(const void *)buf));
+    _mm256_stream_si256((__m256i *)(void *)(y + 16), _mm256_load_si256((const __m256i *)(const void *)(buf + 16)));
+}
+
+AVX2_INLINE void stream_lines(uint16_t *y, int64_t yl, const uint16_t *buf)
+{
+    for (int l = 0; l < 8; l++) stream_line(y + l * yl, buf + 32 * l);
+}
+
+/* Rows of a half type, unmasked, on AVX-512: blocks of 32 steps from k0 (as many as [k0, k1) holds;
+ * returns where they end), each line's 64 bytes loaded and stored whole. The 8 lines go through an
+ * 8 x 8 transpose of 16-bit lanes within each 16-byte quarter of a vector (transpose16x8), so that
+ * t[s]'s quarter q holds memory step 8q + s of the 8 lines: a transpose of 2 bytes an element
+ * instead of the floats' 4 and 8 in transpose8, and conversions of two steps at once; the outputs
+ * go back the same way. */
+AVX512_INLINE void transpose16x8(__m512i r[8])
+{
+    __m512i a[8], b[8];
+    for (int i = 0; i < 4; i++) { /* lines 2i, 2i + 1 interleaved: steps 0-3, then 4-7 */
+        a[2 * i] = _mm512_unpacklo_epi16(r[2 * i], r[2 * i + 1]);
+        a[2 * i + 1] = _mm512_unpackhi_epi16(r[2 * i], r[2 * i + 1]);
+    }
+    for (int h = 0; h < 8; h += 4) /* lines h to h + 3: steps 0-1, 2-3, 4-5, 6-7 */
+        for (int p = 0; p < 2; p++) {
+            b[h + 2 * p] = _mm512_unpacklo_epi32(a[h + p], a[h + 2 + p]);
+            b[h + 2 * p + 1] = _mm512_unpackhi_epi32(a[h + p], a[h + 2 + p]);
+        }
+    for (int i = 0; i < 4; i++) { /* steps 2i, 2i + 1 of the 8 lines */
+        r[2 * i] = _mm512_unpacklo_epi64(b[i], b[4 + i]);
+        r[2 * i + 1] = _mm512_unpackhi_epi64(b[i], b[4 + i]);
+    }
+}
+
+/* 16 elements of a half type (two steps of 8 lines) as floats, and floats rounded by fold8_avx512
+ * back */
+AVX512_INLINE __m512 half16_f16(__m256i h) { return _mm512_cvtph_ps(h); }
+AVX512_INLINE __m512 half16_bf16(__m256i h) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); }
+AVX512_INLINE __m256i unhalf16_f16(__m512 v) { return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+AVX512_INLINE __m256i unhalf16_bf16(__m512 v) { return _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(v), 16)); }
+
+#define ROWS32(IO)                                                                                  \
+    AVX512_INLINE int64_t rows32##IO(const cs_float_tile *a, __m512d *acc, int64_t k0, int64_t k1, const int PROD, \
+                                     const int EXCL, const int BACK, const int STREAM)              \
+    {                                                                                               \
+        const elem##IO *const x = a->x;                                                             \
+        elem##IO *const y = a->y;                                                                   \
+        const int64_t xl = a->xl, yl = a->yl, empty = a->empty;                                     \
+        const __m256 identity = _mm256_set1_ps(PROD ? 1.0f : 0.0f);                                 \
+        int64_t k = k0;                                                                             \
+        for (; k + 32 <= k1; k += 32) {                                                             \
+            const int64_t at = BACK ? -(k + 31) : k; /* the block's lowest element */               \
+            __m512i t[8];                                                                           \
+            for (int l = 0; l < 8; l++) t[l] = _mm512_loadu_si512((const void *)(x + l * xl + at)); \
+            transpose16x8(t);                                                                       \
+            for (int w = 0; w < 2; w++) { /* the halves of the block in walk order */              \
+                const int hq = BACK ? 1 - w : w; /* quarters 2hq, 2hq + 1: steps 16hq to 16hq + 15 */ \
+                __m256 o[2][8];                                                                     \
+                __m512 f[8]; /* f[s]: memory steps 16hq + s, then 16hq + 8 + s */                   \
+                for (int s = 0; s < 8; s++) f[s] = half16##IO(hq ? _mm512_extracti64x4_epi64(t[s], 1) : _mm512_castsi512_si256(t[s])); \
+                for (int i = 0; i < 16; i++) { /* walk steps */                                     \
+                    const int j = BACK ? 15 - i : i, s = j & 7, q = j >> 3; /* memory step 16hq + 8q + s */ \
+                    const __m256 v = q ? _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(f[s]), 1)) \
+                                       : _mm512_castps512_ps256(f[s]);                              \
+                    o[q][s] = fold8_avx512(v, acc, PROD, EXCL, ODD##IO);                            \
+                    if (EXCL && k == 0 && empty && w == 0 && i == 0)                                \
+                        o[q][s] = _mm256_blendv_ps(o[q][s], identity, _mm256_castsi256_ps(empty_lanes32(empty, 0))); \
+                }                                                                                   \
+                for (int s2 = 0; s2 < 8; s2++) {                                                    \
+                    const __m512d both = _mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(o[0][s2])), \
+                                                            _mm256_castps_pd(o[1][s2]), 1);         \
+                    const __m256i h = unhalf16##IO(_mm512_castpd_ps(both));                         \
+                    t[s2] = hq ? _mm512_inserti64x4(t[s2], h, 1) : _mm512_inserti64x4(t[s2], h, 0); \
+                }                                                                                   \
+            }                                                                                       \
+            transpose16x8(t);                                                                       \
+            for (int l = 0; l < 8; l++) {                                                           \
+                if (STREAM) _mm512_stream_si512((void *)(y + l * yl + at), t[l]);                   \
+                else _mm512_storeu_si512((void *)(y + l * yl + at), t[l]);                          \
+            }                                                                                       \
+        }                                                                                           \
+        return k;                                                                                   \
+    }
+ROWS32(_f16)
+ROWS32(_bf16)
+/* float32 rows have no such blocks */
+#define rows32_f32(a, acc, k0, ...) (k0)
+
+/* A columns kernel's tile in locals (the stores may alias the tile as far as the compiler knows); the
+ * half types streamed: 32 lines (l1 - l0 a multiple of them) into buf a step, each step's 64 bytes
+ * then streamed at once (see stream_lines) */
+#define COLS_LOCALS(IO)                                                                             \
+    const elem##IO *const x = a->x;                                                                 \
+    elem##IO *const y = a->y;                                                                       \
+    const unsigned char *const m = a->m;                                                            \
+    const int64_t xs = a->xs, ys = a->ys, ms = a->ms, n = a->n, empty = a->empty;                   \
+    const int gather = sizeof(elem##IO) == 2 && STREAM, gl = gather ? 32 : 8;                       \
+    uint16_t buf[4 * 32] __attribute__((aligned(64)))
+
 /* The kernels of float32 and the half types (through floats), for each of the two accumulator forms */
 #define FLOAT_KERNELS(ISA, INLINE, IO)                                                                         \
 /* Rows: the block of 8 steps from step k. BACK: the lines run towards lower addresses, so that a              \
@@ -379,6 +527,20 @@ INLINE void rows##IO##ISA(const cs_float_tile *a, double *acc, int64_t k0, int64
 {                                                                                                              \
     acc8##ISA s8 = load8##ISA(acc);                                                                            \
     int64_t k = k0;                                                                                            \
+    if (sizeof(elem##IO) == 2 && !MASKED) k = rows32##IO(a, &s8, k0, k1, PROD, EXCL, BACK, STREAM);           \
+    else if (sizeof(elem##IO) == 2 && STREAM) /* k1 - k0 a multiple of 32: see stream_lines */                \
+        for (; k < k1; k += 32) {                                                                              \
+            uint16_t buf[8 * 32] __attribute__((aligned(64)));                                                 \
+            const int64_t sh = BACK ? -k : k; /* the blocks' steps counted from k */                           \
+            cs_float_tile b = *a;                                                                              \
+            b.x = (const elem##IO *)a->x + sh;                                                                 \
+            b.m = MASKED ? a->m + sh : a->m;                                                                   \
+            b.y = buf + (BACK ? 31 : 0);                                                                       \
+            b.yl = 32;                                                                                         \
+            b.empty = k == 0 ? a->empty : 0;                                                                   \
+            for (int j = 0; j < 32; j += 8) row_block##IO##ISA(&b, &s8, j, PROD, EXCL, BACK, MASKED, 0);       \
+            stream_lines((uint16_t *)a->y + (BACK ? -(k + 31) : k), a->yl, buf);                               \
+        }                                                                                                      \
     for (; k + 16 <= k1; k += 16) {                                                                            \
         row_block##IO##ISA(a, &s8, k, PROD, EXCL, BACK, MASKED, STREAM);                                       \
         row_block##IO##ISA(a, &s8, k + 8, PROD, EXCL, BACK, MASKED, STREAM);                                   \
@@ -388,26 +550,34 @@ INLINE void rows##IO##ISA(const cs_float_tile *a, double *acc, int64_t k0, int64
 }                                                                                                              \
                                                                                                                \
 /* Columns: lines [l0, l1) (a multiple of 8 of them) over every step, their accumulators in acc[];             \
- * up to 4 steps a pass, so that an accumulator is loaded and stored once for them */                          \
+ * up to 4 steps a pass, so that an accumulator is loaded and stored once for them; the half types,            \
+ * when streamed, 32 lines (l1 - l0 a multiple of them) into a buffer a step, each step's 64 bytes             \
+ * then streamed at once (see stream_lines) */                                                                 \
 INLINE void cols##IO##ISA(const cs_float_tile *a, double *acc, int64_t l0, int64_t l1, const int PROD,         \
                               const int EXCL, const int BACK, const int MASKED, const int STREAM)              \
 {                                                                                                              \
     (void)BACK;                                                                                                \
     const __m256 masked = _mm256_set1_ps(PROD ? 1.0f : 0.0f);                                                  \
-    for (int64_t k0 = 0; k0 < a->n; k0 += 4) {                                                                 \
-        const int ns = a->n - k0 < 4 ? (int)(a->n - k0) : 4;                                                   \
-        for (int64_t l = l0; l < l1; l += 8) {                                                                 \
-            acc8##ISA s8 = load8##ISA(acc + l);                                                                \
-            for (int s = 0; s < ns; s++) {                                                                     \
-                const int64_t k = k0 + s;                                                                      \
-                __m256 v = load8##IO((const elem##IO *)a->x + k * a->xs + l);                                  \
-                if (MASKED) v = mask_f32(v, a->m + k * a->ms + l, masked);                                     \
-                v = fold8##ISA(v, &s8, PROD, EXCL, ODD##IO);                                                   \
-                if (EXCL && k == 0 && a->empty)                                                                \
-                    v = _mm256_blendv_ps(v, masked, _mm256_castsi256_ps(empty_lanes32(a->empty, l)));          \
-                store8##IO((elem##IO *)a->y + k * a->ys + l, v, STREAM);                                       \
+    COLS_LOCALS(IO);                                                                                           \
+    for (int64_t k0 = 0; k0 < n; k0 += 4) {                                                                    \
+        const int ns = n - k0 < 4 ? (int)(n - k0) : 4;                                                         \
+        for (int64_t lg = l0; lg < l1; lg += gl) {                                                             \
+            for (int64_t l = lg; l < lg + gl; l += 8) {                                                        \
+                acc8##ISA s8 = load8##ISA(acc + l);                                                            \
+                for (int s = 0; s < ns; s++) {                                                                 \
+                    const int64_t k = k0 + s;                                                                  \
+                    __m256 v = load8##IO(x + k * xs + l);                                                      \
+                    if (MASKED) v = mask_f32(v, m + k * ms + l, masked);                                       \
+                    v = fold8##ISA(v, &s8, PROD, EXCL, ODD##IO);                                               \
+                    if (EXCL && k == 0 && empty)                                                               \
+                        v = _mm256_blendv_ps(v, masked, _mm256_castsi256_ps(empty_lanes32(empty, l)));         \
+                    if (gather) store8##IO((elem##IO *)(void *)(buf + 32 * s + (l - lg)), v, 0);               \
+                    else store8##IO(y + k * ys + l, v, STREAM);                                                \
+                }                                                                                              \
+                store8##ISA(acc + l, s8);                                                                      \
             }                                                                                                  \
-            store8##ISA(acc + l, s8);                                                                          \
+            for (int s = 0; s < ns && gather; s++)                                                             \
+                stream_line((uint16_t *)(void *)(y + (k0 + s) * ys + lg), buf + 32 * s);                       \
         }                                                                                                      \
     }                                                                                                          \
 }                                                                                                              \
@@ -622,7 +792,7 @@ static int64_t aligned_from(const void *y, int64_t size, int64_t width, int64_t 
 
 /* float32 rows into float64 (AVX-512 only): the block of 8 steps from step k, its float64 outputs
  * transposed back as 8 x 8 doubles, a 64-byte store a line */
-#define AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512vl")))
+#define AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw")))
 #define TRANSPOSE8_PD(q0, q1, q2, q3, q4, q5, q6, q7)                                               \
     do {                                                                                            \
         const __m512d t0 = _mm512_unpacklo_pd(q0, q1), t1 = _mm512_unpackhi_pd(q0, q1);             \
@@ -692,17 +862,17 @@ AVX512 static void tile_rows_f32_f64(const cs_float_tile *a, double *acc) { ROWS
  * rows and its transposes without spilling them to the stack */
 typedef void (*tile_fn)(const cs_float_tile *, double *);
 static int avx512_state = -1; /* use_avx512's answer, once known */
-#define ENTRIES(SUFFIX, TARGET, ROWS_F32_F64, COLS, ROWS, MIXED, HS)                                                                   \
+#define ENTRIES(SUFFIX, TARGET, ROWS_F32_F64, COLS, ROWS, MIXED)                                                                   \
     TARGET static void total_cols_f32##SUFFIX(const cs_float_tile *a, double *acc) { TOTAL_BODY(cols_total_f32, scalar_f32) } \
     TARGET static void total_cols_f64##SUFFIX(const cs_float_tile *a, double *acc) { TOTAL_BODY(cols_total_f64, scalar_f64) } \
     TARGET static void tile_rows_f32##SUFFIX(const cs_float_tile *a, double *acc) { ROWS_BODY(ROWS(_f32), scalar_f32, 4, 8) }  \
     TARGET static void tile_rows_f64##SUFFIX(const cs_float_tile *a, double *acc) { ROWS_BODY(rows_f64, scalar_f64, 8, 4) }  \
-    TARGET static void tile_rows_f16##SUFFIX(const cs_float_tile *a, double *acc) { ROWS_BODY_SPAN(ROWS(_f16), scalar_f16, 2, 8, 4 * HS) }\
-    TARGET static void tile_rows_bf16##SUFFIX(const cs_float_tile *a, double *acc) { ROWS_BODY_SPAN(ROWS(_bf16), scalar_bf16, 2, 8, 4 * HS) }\
+    TARGET static void tile_rows_f16##SUFFIX(const cs_float_tile *a, double *acc) { ROWS_BODY_SPAN(ROWS(_f16), scalar_f16, 2, 8, 32) }\
+    TARGET static void tile_rows_bf16##SUFFIX(const cs_float_tile *a, double *acc) { ROWS_BODY_SPAN(ROWS(_bf16), scalar_bf16, 2, 8, 32) }\
     TARGET static void tile_cols_f32##SUFFIX(const cs_float_tile *a, double *acc) { COLS_BODY(COLS(_f32), scalar_f32, 4, 8) }  \
     TARGET static void tile_cols_f64##SUFFIX(const cs_float_tile *a, double *acc) { COLS_BODY(cols_avx2_f64, scalar_f64, 8, 4) }  \
-    TARGET static void tile_cols_f16##SUFFIX(const cs_float_tile *a, double *acc) { COLS_BODY_SPAN(COLS(_f16), scalar_f16, 2, 4 * HS, 4 * HS) }\
-    TARGET static void tile_cols_bf16##SUFFIX(const cs_float_tile *a, double *acc) { COLS_BODY_SPAN(COLS(_bf16), scalar_bf16, 2, 4 * HS, 4 * HS) }\
+    TARGET static void tile_cols_f16##SUFFIX(const cs_float_tile *a, double *acc) { COLS_BODY_SPAN(COLS(_f16), scalar_f16, 2, 32, 32) }\
+    TARGET static void tile_cols_bf16##SUFFIX(const cs_float_tile *a, double *acc) { COLS_BODY_SPAN(COLS(_bf16), scalar_bf16, 2, 32, 32) }\
     TARGET static void tile_mixed_f32##SUFFIX(const cs_float_tile *a, double *acc) { MIXED_BODY(MIXED, scalar_f32) } \
     static const tile_fn entries##SUFFIX[CS_TILES_KINDS][5] = {                                                                  \
         { total_cols_f32##SUFFIX, total_cols_f64##SUFFIX, NULL, NULL, NULL },                                           \
@@ -720,8 +890,8 @@ static int avx512_state = -1; /* use_avx512's answer, once known */
 #define ROWS_AVX2_bf16 rows_avx2_bf16
 #define ROWS_OF_AVX512(IO) rows##IO##_avx512
 AVX2 static void tile_rows_f32_f64_avx2(const cs_float_tile *a, double *acc) { ROWS_BODY(rows_f32_f64_avx2, scalar_f32_f64, 8, 8) }
-ENTRIES(_avx2, AVX2, tile_rows_f32_f64_avx2, COLS_OF_AVX2, ROWS_OF_AVX2, mixed_avx2_f32, 8)
-ENTRIES(_avx512, AVX512, tile_rows_f32_f64, COLS_OF_AVX512, ROWS_OF_AVX512, mixed_f32_avx512, 2)
+ENTRIES(_avx2, AVX2, tile_rows_f32_f64_avx2, COLS_OF_AVX2, ROWS_OF_AVX2, mixed_avx2_f32)
+ENTRIES(_avx512, AVX512, tile_rows_f32_f64, COLS_OF_AVX512, ROWS_OF_AVX512, mixed_f32_avx512)
 
 void cs_cpu_stream_fence(void)
 {
@@ -740,7 +910,7 @@ static int use_avx512(void)
     int v = __atomic_load_n(&avx512_state, __ATOMIC_RELAXED);
     if (v < 0) {
         const char *e = getenv("CUSCAN_CPU_AVX512");
-        v = __builtin_cpu_supports("avx512vl") && !(e && strcmp(e, "0") == 0);
+        v = __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw") && !(e && strcmp(e, "0") == 0);
         __atomic_store_n(&avx512_state, v, __ATOMIC_RELAXED);
     }
     return v;

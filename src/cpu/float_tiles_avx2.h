@@ -156,21 +156,6 @@ AVX2_INLINE void f16_rows_out(uint16_t *y, int64_t yl, const __m128i h[8], const
     }
 }
 
-/* Streaming stores of part of a 64-byte line whose rest follows later (the half types' 16 bytes a
- * line of a block) leave the line to go out piecemeal, which on Zen 3 makes the walk far slower
- * than plain stores would: the half types' kernels gather whole lines in a buffer and stream those.
- * One line of 32 halves from buf to y (64-byte aligned); rows: 8 lines, 32 halves apart in buf. */
-AVX2_INLINE void stream_line(uint16_t *y, const uint16_t *buf)
-{
-    _mm256_stream_si256((__m256i *)(void *)y, _mm256_load_si256((const __m256i *)(const void *)buf));
-    _mm256_stream_si256((__m256i *)(void *)(y + 16), _mm256_load_si256((const __m256i *)(const void *)(buf + 16)));
-}
-
-AVX2_INLINE void stream_lines(uint16_t *y, int64_t yl, const uint16_t *buf)
-{
-    for (int l = 0; l < 8; l++) stream_line(y + l * yl, buf + 32 * l);
-}
-
 /* Columns on AVX2: lines [l0, l1) (a multiple of 8 of them) over every step, their accumulators in
  * acc[]; up to 4 steps a pass, so that an accumulator is loaded and stored once for them. A pass
  * loads its steps before it stores any: the next step's row may lie a multiple of 4 KiB from the
@@ -206,15 +191,7 @@ AVX2_INLINE void stream_lines(uint16_t *y, int64_t yl, const uint16_t *buf)
                                    const int EXCL, const int BACK, const int MASKED, const int STREAM) \
     {                                                                                               \
         (void)BACK;                                                                                 \
-        /* in locals: the stores below may alias the tile as far as the compiler knows */           \
-        const elem##IO *const x = a->x;                                                             \
-        elem##IO *const y = a->y;                                                                   \
-        const unsigned char *const m = a->m;                                                        \
-        const int64_t xs = a->xs, ys = a->ys, ms = a->ms, n = a->n, empty = a->empty;               \
-        /* the half types streamed: 32 lines (l1 - l0 a multiple of them) into a buffer a step, each \
-         * step's 64 bytes then streamed at once (see stream_lines) */                               \
-        const int gather = sizeof(elem##IO) == 2 && STREAM, gl = gather ? 32 : 8;                  \
-        uint16_t buf[4 * 32] __attribute__((aligned(64)));                                          \
+        COLS_LOCALS(IO);                                                                            \
         for (int64_t k0 = 0; k0 < n; k0 += 4) {                                                     \
             const int ns = n - k0 < 4 ? (int)(n - k0) : 4;                                          \
             for (int64_t lg = l0; lg < l1; lg += gl)                                                \
