@@ -83,25 +83,30 @@ struct SlabScan {
     static constexpr int TILE_BYTES = FLAGGED ? P::kSlabStageBytesFlagged
                                     : P::kSlabStageBytes / (S::MASKED && sizeof(OutT) > 4 ? P::kSlabMaskedDivisor : 1);
     // tile classes (tuning.cuh): unmasked 4-byte outputs, masked 4-byte outputs and unmasked 2-byte
-    // outputs take tiles of their own, so that a tile's fixed costs (three block barriers, the table
-    // scan) are shared by more bytes
+    // outputs (and masked 2-byte ones where the policy says) take tiles of their own, so that a
+    // tile's fixed costs (three block barriers, the table scan) are shared by more bytes
     static constexpr bool TILE4 = !FLAGGED && !S::MASKED && sizeof(OutT) == 4;
     static constexpr bool TILEM4 = !FLAGGED && S::MASKED && sizeof(OutT) == 4;
     static constexpr bool TILE2 = !FLAGGED && !S::MASKED && sizeof(OutT) == 2;
+    static constexpr bool TILEM2 = !FLAGGED && S::MASKED && sizeof(OutT) == 2 && P::kSlabTileElementsMasked2 > 0;
     static constexpr int TILE_MAX = TILE4 ? P::kSlabTileElements4 : TILEM4 ? P::kSlabTileElementsMasked4
-                                  : TILE2 ? P::kSlabTileElements2 : P::kSlabTileElements;
+                                  : TILE2 ? P::kSlabTileElements2 : TILEM2 ? P::kSlabTileElementsMasked2
+                                  : P::kSlabTileElements;
     static constexpr int TILE = TILE_BYTES / (int)sizeof(OutT) < TILE_MAX ? TILE_BYTES / (int)sizeof(OutT) : TILE_MAX;
     static constexpr int BLOCKS_PER_SM = FLAGGED ? P::kSlabBlocksPerSmFlagged
                                        : sizeof(OutT) > 4 ? P::kSlabBlocksPerSmWide
                                        : TILE4 ? P::kSlabBlocksPerSm4 : TILEM4 ? P::kSlabBlocksPerSmMasked4
-                                       : TILE2 ? P::kSlabBlocksPerSm2 : P::kSlabBlocksPerSm;
+                                       : TILE2 ? P::kSlabBlocksPerSm2 : TILEM2 ? P::kSlabBlocksPerSmMasked2
+                                       : P::kSlabBlocksPerSm;
     static constexpr int VIN = 16 / (int)sizeof(InT), VOUT = 16 / (int)sizeof(OutT);
     static constexpr int SR_MAX = FLAGGED ? P::kSlabSegRowsMaxFlagged
                                 : TILE4 ? P::kSlabSegRowsMax4 : TILEM4 ? P::kSlabSegRowsMaxMasked4
-                                : TILE2 ? P::kSlabSegRowsMax2 : P::kSlabSegRowsMax;   // rows a thread holds
+                                : TILE2 ? P::kSlabSegRowsMax2 : TILEM2 ? P::kSlabSegRowsMaxMasked2
+                                : P::kSlabSegRowsMax;   // rows a thread holds
     // whole and walking tiles keep a segment in registers between the passes unless its class
     // reads it from the stage twice (the registers of larger tiles)
-    static constexpr bool HOLD = TILE4 ? P::kSlabHold4 : TILEM4 ? P::kSlabHoldMasked4 : TILE2 ? P::kSlabHold2 : true;
+    static constexpr bool HOLD = TILE4 ? P::kSlabHold4 : TILEM4 ? P::kSlabHoldMasked4 : TILE2 ? P::kSlabHold2
+                               : TILEM2 ? P::kSlabHoldMasked2 : true;
     static constexpr int ITEMS = (P::kSlabMaxWidth > THREADS ? P::kSlabMaxWidth : THREADS);  // table size
     static constexpr int NI = ITEMS / THREADS;                  // table items a thread owns
 

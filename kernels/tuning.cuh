@@ -80,6 +80,12 @@ struct TuningSm80 {
     static constexpr int kSlabSegRowsMax2 = 63;
     static constexpr int kSlabBlocksPerSm2 = 4;
     static constexpr bool kSlabHold2 = false;
+    // masked ones into 2-byte outputs: a class of their own where kSlabTileElementsMasked2 is set,
+    // else the general one above
+    static constexpr int kSlabTileElementsMasked2 = 0;
+    static constexpr int kSlabSegRowsMaxMasked2 = 33;
+    static constexpr int kSlabBlocksPerSmMasked2 = 4;
+    static constexpr bool kSlabHoldMasked2 = false;
     static constexpr bool kSlabHeadedSegments = true;  // plain scans mark slab heads in a bit mask a segment
     static constexpr int kSlabMaxWidth = 512;          // columns of a tile whose slab pieces join up
     static constexpr int kSlabWalkMaxStripsPerSm = 0;  // pieces walk their strip below this, else look back

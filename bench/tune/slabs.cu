@@ -1,20 +1,19 @@
 // bench/tune/slabs.cu - plain slab scans in several forms side by side in one library: TUNE_VARIANT=1
-// counts slab rows in every segment (kSlabHeadedSegments off), 2 takes the smaller tiles of 2-byte
-// outputs, 0 tuning.cuh's values.
+// gives masked 2-byte outputs a tile class of 8192 elements (segments of up to 33 rows), 2 one of
+// 16384 (63 rows), 0 tuning.cuh's values (the general class of 4096).
 // float16 / bfloat16 / float32 cumsums (forward or reverse, inclusive or exclusive; masked ones
 // forward) go through launch_slabs; other scans are refused. Built by `bench/tune/build.sh slabs`; on the GPU:
-//   TUNE_VARIANT=1 CUSCAN_LIB=bench/tune/libslabs.so luajit bench/cells.lua 2^25x2:2:float16 ...
+//   TUNE_VARIANT=1 CUSCAN_LIB=bench/tune/libslabs.so luajit bench/cells.lua 2^25x2:2:float16:masked ...
 #include <cstdlib>
 #include <cuda_runtime.h>
 #include "scan_launch.cuh"
 using namespace cuscan;
 
-struct PRowTests : TuningSm90 {
-    static constexpr bool kSlabHeadedSegments = false;
+struct PMasked2x8k : TuningSm90 {
+    static constexpr int kSlabTileElementsMasked2 = 8192, kSlabSegRowsMaxMasked2 = 33;
 };
-// V2: the 2-byte tiles before (8192 elements, segments of up to 33 rows)
-struct PTile2x8k : TuningSm90 {
-    static constexpr int kSlabTileElements2 = 8192, kSlabSegRowsMax2 = 33;
+struct PMasked2x16k : TuningSm90 {
+    static constexpr int kSlabTileElementsMasked2 = 16384, kSlabSegRowsMaxMasked2 = 63;
 };
 
 template <class P, typename T>
@@ -47,8 +46,8 @@ extern "C" cs_status cs_cuda_scan(const cs_scan_plan *p)
 {
     static const int v = getenv("TUNE_VARIANT") ? atoi(getenv("TUNE_VARIANT")) : 0;
     switch (v) {
-    case 1: return run<PRowTests>(p);
-    case 2: return run<PTile2x8k>(p);
+    case 1: return run<PMasked2x8k>(p);
+    case 2: return run<PMasked2x16k>(p);
     default: return run<TuningSm90>(p);
     }
 }
