@@ -675,25 +675,31 @@ FLOAT_KERNELS(_avx512, AVX512_INLINE, _bf16)
 #include "float_tiles_avx2.h"
 
 
-/* Columns' totals alone (no output): lines [0, lines) over every step, 4 steps a pass */
+/* Columns' totals alone (no output): lines [0, lines), G vectors of 4 at a time held in registers over
+ * every step, so that their G chains of adds overlap and no sum goes through memory between steps */
 #define COLS_TOTAL(NAME, T, LOAD)                                                                    \
-    AVX2_INLINE void NAME(const cs_float_tile *a, double *acc, const int PROD, const int MASKED)     \
+    AVX2_INLINE void NAME##_g(const cs_float_tile *a, double *acc, int64_t l, const int G, const int PROD, \
+                              const int MASKED)                                                     \
     {                                                                                               \
         const __m256d masked = _mm256_set1_pd(PROD ? 1.0 : 0.0);                                    \
-        const int64_t end = a->lines / 4 * 4;                                                       \
-        for (int64_t k0 = 0; k0 < a->n; k0 += 4) {                                                  \
-            const int ns = a->n - k0 < 4 ? (int)(a->n - k0) : 4;                                    \
-            for (int64_t l = 0; l < end; l += 4) {                                                  \
-                __m256d s = _mm256_loadu_pd(acc + l);                                               \
-                for (int j = 0; j < ns; j++) {                                                      \
-                    const int64_t k = k0 + j;                                                       \
-                    __m256d v = LOAD((const T *)a->x + k * a->xs + l);                              \
-                    if (MASKED) v = mask_f64(v, a->m + k * a->ms + l, masked);                      \
-                    s = PROD ? _mm256_mul_pd(s, v) : _mm256_add_pd(s, v);                            \
-                }                                                                                   \
-                _mm256_storeu_pd(acc + l, s);                                                       \
+        __m256d s[4];                                                                               \
+        for (int i = 0; i < G; i++) s[i] = _mm256_loadu_pd(acc + l + 4 * i);                        \
+        for (int64_t k = 0; k < a->n; k++)                                                          \
+            for (int i = 0; i < G; i++) {                                                           \
+                __m256d v = LOAD((const T *)a->x + k * a->xs + l + 4 * i);                          \
+                if (MASKED) v = mask_f64(v, a->m + k * a->ms + l + 4 * i, masked);                  \
+                s[i] = PROD ? _mm256_mul_pd(s[i], v) : _mm256_add_pd(s[i], v);                       \
             }                                                                                       \
-        }                                                                                           \
+        for (int i = 0; i < G; i++) _mm256_storeu_pd(acc + l + 4 * i, s[i]);                         \
+    }                                                                                               \
+    AVX2_INLINE void NAME(const cs_float_tile *a, double *acc, const int PROD, const int MASKED)     \
+    {                                                                                               \
+        const int64_t end = a->lines / 4 * 4;                                                       \
+        int64_t l = 0;                                                                              \
+        for (; l + 16 <= end; l += 16) NAME##_g(a, acc, l, 4, PROD, MASKED);                        \
+        if (end - l == 12) NAME##_g(a, acc, l, 3, PROD, MASKED);                                    \
+        else if (end - l == 8) NAME##_g(a, acc, l, 2, PROD, MASKED);                                \
+        else if (end - l == 4) NAME##_g(a, acc, l, 1, PROD, MASKED);                                \
     }
 #define LOAD_F32_AS_F64(p) _mm256_cvtps_pd(_mm_loadu_ps(p))
 COLS_TOTAL(cols_total_f32, float, LOAD_F32_AS_F64)

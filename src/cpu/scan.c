@@ -642,35 +642,38 @@ typedef struct segment {
         }                                                                                                  \
     }                                                                                                      \
     /* rounds of `per` blocks of every line a thread (about 8 MiB of x: the round's second pass reads     \
-     * from cache): their totals, then (one thread) the carries chained in line order, then the scans   \
-     * from the carries. Few rounds, so that a busy machine that pauses a thread costs few waits. -1: no \
-     * memory. */                                                                                       \
+     * from cache): their totals, then (every thread, the same folds in the same order) the carries      \
+     * chained in line order, then the scans from the carries, last blocks first (the ones the first    \
+     * pass left in cache). One barrier a round, so that a busy machine that pauses a thread costs few   \
+     * waits: the rounds' totals alternate between two buffers, since a thread may chain a round's      \
+     * while another writes the next's. -1: no memory. */                                              \
     static int NAME##_split(const cs_scan_plan *p, const walk_layout *w)                                    \
     {                                                                                                      \
         const int64_t L = w->nlines, nblk = (w->len + FOLD_BLOCK - 1) / FOLD_BLOCK;                        \
-        const int64_t per = ROUND_BLOCKS / L;                                                              \
-        NAME##_acc carry[LONG_LINES];                                                                      \
-        NAME##_acc *vals = malloc(sizeof *vals * (size_t)(L * per * omp_get_max_threads()));               \
+        const int64_t per = ROUND_BLOCKS / L, slots = L * per * omp_get_max_threads();                     \
+        NAME##_acc *vals = malloc(sizeof *vals * (size_t)(2 * slots));                                     \
         if (!vals) return -1;                                                                              \
-        for (int64_t l = 0; l < L; l++)                                                                    \
-            carry[l] = p->initial ? CPU_INITIAL_##ACC_T(p, initial_offset(w, l)) : (NAME##_acc)(IDENT);    \
         _Pragma("omp parallel")                                                                            \
         {                                                                                                  \
             const int64_t T = omp_get_num_threads(), t = omp_get_thread_num();                             \
+            NAME##_acc carry[LONG_LINES], mine[ROUND_BLOCKS];                                              \
+            for (int64_t l = 0; l < L; l++)                                                                \
+                carry[l] = p->initial ? CPU_INITIAL_##ACC_T(p, initial_offset(w, l)) : (NAME##_acc)(IDENT); \
             for (int64_t r0 = 0; r0 < nblk; r0 += T * per) {                                               \
                 const int64_t b0 = r0 + t * per < nblk ? r0 + t * per : nblk;                              \
                 const int64_t b1 = b0 + per < nblk ? b0 + per : nblk;                                      \
-                NAME##_blocks(p, w, b0, b1, per, vals + t * L * per, 0);                                   \
+                NAME##_acc *totals = vals + r0 / (T * per) % 2 * slots;                                    \
+                NAME##_blocks(p, w, b0, b1, per, totals + t * L * per, 0);                                 \
                 _Pragma("omp barrier")                                                                     \
-                _Pragma("omp single")                                                                      \
                 for (int64_t l = 0; l < L; l++)                                                            \
                     for (int64_t i = 0; i < T * per && r0 + i < nblk; i++) {                               \
-                        NAME##_acc *v = vals + i / per * L * per + l * per + i % per;                      \
-                        const NAME##_acc total = *v;                                                       \
-                        *v = carry[l];                                                                     \
-                        carry[l] = OP(carry[l], total);                                                    \
+                        if (i / per == t) mine[l * per + i % per] = carry[l];                              \
+                        carry[l] = OP(carry[l], totals[i / per * L * per + l * per + i % per]);            \
                     }                                                                                      \
-                NAME##_blocks(p, w, b0, b1, per, vals + t * L * per, 1);                                   \
+                for (int64_t c = (b1 - b0 + GROUP - 1) / GROUP - 1; c >= 0; c--) {                         \
+                    const int64_t c0 = b0 + c * GROUP, c1 = c0 + GROUP < b1 ? c0 + GROUP : b1;             \
+                    NAME##_blocks(p, w, c0, c1, per, mine + c * GROUP, 1);                                 \
+                }                                                                                          \
             }                                                                                              \
             if (w->stream) cs_cpu_stream_fence();                                                          \
         }                                                                                                  \
