@@ -396,8 +396,8 @@ struct SlabScan {
                                                       Segment &g)
     {
         // the first seg_long segments hold seg_rows rows, the others two fewer (both odd); a
-        // column's first segment starts at a literal 0, so that a wide tile's column (s = 0) knows
-        // its first row at compile time and finds its slab row without a division
+        // column's first segment (s = 0: a wide tile's column) is spelt out, row 0 and seg_rows
+        // rows, so that it is known at compile time and its slab row needs no division
         g.lo = s == 0 ? 0 : s * a.seg_rows - 2 * max(0, s - a.seg_long);
         g.count = max(0, min(t.nrows - g.lo, s == 0 || s < a.seg_long ? a.seg_rows : a.seg_rows - 2));
         // (a wide whole tile's short columns take the loops that count rows: see SHORT)
