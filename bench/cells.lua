@@ -38,8 +38,12 @@ for _, case in ipairs(cases) do
     n = n * shape[#shape]
   end
   local dim = tonumber(dim_s)
-  local x = cs.rand(shape, { dtype = dtype, seed = 1 })
-  local y = cs.rand(shape, { dtype = dtype, seed = 2 })
+  -- integer inputs: small random integers (rand is for float dtypes)
+  local function input(seed)
+    if dtype:match("^int") then return (cs.rand(shape, { seed = seed }) * 100):to(dtype) end
+    return cs.rand(shape, { dtype = dtype, seed = seed })
+  end
+  local x, y = input(1), input(2)
   local m = masked == "masked" and cs.rand(shape, { seed = 3 }):lt(0.5) or nil
   local copy_ms = time_ms(function() y:copy(x) end)
   local ms = time_ms(function() x:cumsum(dim, { out = y, mask = m }) end)

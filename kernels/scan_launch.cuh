@@ -139,7 +139,8 @@ constexpr int row_vec(size_t in_size, size_t out_size, bool flagged)
 }
 
 template <class P>
-inline Family choose_family(const cs_scan_plan *p, size_t in_size, size_t out_size, bool flagged, const char **mode)
+inline Family choose_family(const cs_scan_plan *p, size_t in_size, size_t out_size, bool flagged, int64_t slab_tile,
+                            const char **mode)
 {
     const int forced = forced_family(p->force, mode);
     if (forced == kSlabsFamily && p->flat) return kSlabsFamily;
@@ -156,6 +157,9 @@ inline Family choose_family(const cs_scan_plan *p, size_t in_size, size_t out_si
         // by element, join up faster than the pieces of a strip one column wide
         if (!flagged && !packed_vectors && p->flat_outer == 1 && !p->mask && p->len >= P::kRowsMinUnalignedLine)
             return kRowsFamily;
+        if (!flagged && p->mask && P::kSlabsMaskedLinesMinOutBytes > 0 &&
+            (int64_t)out_size >= P::kSlabsMaskedLinesMinOutBytes && p->len <= slab_tile)
+            return kSlabsFamily;
         return packed_vectors && p->len >= P::kRowsMinLen ? kRowsFamily : kSlabsFamily;
     }
     const int64_t inner_bytes = (int64_t)in_size * p->flat_inner;
@@ -544,11 +548,11 @@ cs_status launch_spec(const cs_scan_plan *p, cudaStream_t stream, Family family,
 template <class P, int OP, typename InT, typename AccT, typename OutT>
 cs_status launch_op(const cs_scan_plan *p, cudaStream_t stream)
 {
-    const char *mode;
-    const Family family = choose_family<P>(p, sizeof(InT), sizeof(OutT), false, &mode);
     return with_bool(p->reverse, [&](auto rev) {
         return with_bool(p->mask != nullptr, [&](auto msk) {
             using S = ScanSpec<P, OP, InT, AccT, OutT, decltype(rev)::value, decltype(msk)::value>;
+            const char *mode;
+            const Family family = choose_family<P>(p, sizeof(InT), sizeof(OutT), false, SlabScan<S>::TILE, &mode);
             return launch_spec<S>(p, stream, family, mode);
         });
     });
@@ -559,7 +563,7 @@ template <class P, class Base, typename InT, typename OutT>
 cs_status launch_flagged(const cs_scan_plan *p, cudaStream_t stream)
 {
     const char *mode;
-    const Family family = choose_family<P>(p, sizeof(InT), sizeof(OutT), true, &mode);
+    const Family family = choose_family<P>(p, sizeof(InT), sizeof(OutT), true, 0, &mode);
     return with_bool(p->reverse, [&](auto rev) {
         using S = FlaggedSpec<P, Base, InT, OutT, decltype(rev)::value>;
         return launch_spec<S>(p, stream, family, mode);

@@ -44,17 +44,22 @@ struct RowTile {
     static constexpr int SIZE = (WARP_TILES ? 1 : P::kRowWarps) * WARP_SPAN;
 };
 
+// A 4- or 2-byte input folded in a wider type (float32, float16 and bfloat16 into float64, int32 into
+// int64): each element held takes two or four times its bytes in registers once widened.
+template <class S>
+constexpr bool kWidens = sizeof(typename S::AccT) > sizeof(typename S::InT) &&
+                        (sizeof(typename S::InT) == 4 || sizeof(typename S::InT) == 2);
+
 // Input bytes a thread holds in the one-tile kernels: fewer when the fold's type is wider than the
 // input's, so that the tile and its prefixes fit the registers of three blocks an SM.
 template <class S>
-constexpr int kOneTileBytes = S::FLAGGED ? S::P::kRowBytesFlagged
-                              : sizeof(typename S::AccT) > sizeof(typename S::InT) && sizeof(typename S::InT) == 4
-                                  ? S::P::kRowBytesWideAcc
-                                  : S::P::kRowBytes;
+constexpr int kOneTileBytes = S::FLAGGED ? S::P::kRowBytesFlagged : kWidens<S> ? S::P::kRowBytesWideAcc : S::P::kRowBytes;
 
 template <class S>
 constexpr int kPieceBytes = S::FLAGGED ? S::P::kPieceBytesFlagged
-                            : S::P::kPieceScale * S::P::kRowBytes / (S::MASKED ? S::P::kMaskedPieceDivisor : 1);
+                            : S::P::kPieceScale * S::P::kRowBytes /
+                                  (S::MASKED ? S::P::kMaskedPieceDivisor
+                                             : kWidens<S> && sizeof(typename S::InT) == 2 ? S::P::kHalfPieceDivisor : 1);
 // (2-byte floats into 2-byte outputs take the masked size unmasked too: the full tile's conversions
 // cost bfloat16 twice the registers, one block an SM)
 template <class S>
@@ -842,8 +847,7 @@ scan_line_pieces_kernel(const RowsArgs a, const LineStatus<typename S::AccT> st,
         // chunks a warp has; those held in registers (fewer when the fold's type is wider)
         constexpr int K = T::K;
         constexpr int KEEP = K / (S::FLAGGED ? S::P::kPieceKeepDivisorFlagged
-                                  : sizeof(AccT) > sizeof(InT) && sizeof(InT) == 4 ? S::P::kPieceKeepDivisorWideAcc
-                                                                                   : S::P::kPieceKeepDivisor);
+                                  : kWidens<S> ? S::P::kPieceKeepDivisorWideAcc : S::P::kPieceKeepDivisor);
         constexpr int WARPS = T::WARPS;
         const Op op(a.op);
         __shared__ typename T::Shared sh;

@@ -16,14 +16,15 @@ struct TuningSm80 {
     // rows: a block of kRowWarps warps scans a tile of kRowBytes input bytes a thread
     static constexpr int kRowWarps = 8;
     static constexpr int kRowBytes = 128;
-    static constexpr int kRowBytesWideAcc = 64;        // ... in one-tile kernels of float32 folded in float64
+    static constexpr int kRowBytesWideAcc = 64;        // ... in one-tile kernels of 4- and 2-byte inputs folded in 8 bytes
     static constexpr int kRowBlocksPerSm = 3;          // launch bound of the one-tile kernels
     static constexpr int kPieceScale = 4;              // line pieces hold this many tiles' bytes
     static constexpr int kPieceKeepDivisor = 2;        // the share of a piece held in registers (1/n)
-    static constexpr int kPieceKeepDivisorWideAcc = 4; // ... when a 4-byte input accumulates in 8 bytes
+    static constexpr int kPieceKeepDivisorWideAcc = 4; // ... when a 4- or 2-byte input accumulates in 8 bytes
     static constexpr int kMaskedLineDivisor = 2;       // masked whole-lines tiles are this much smaller
     static constexpr int kHalfLineDivisor = 2;         // ... and those of 2-byte floats into 2-byte outputs
     static constexpr int kMaskedPieceDivisor = 4;      // masked line pieces are this much smaller
+    static constexpr int kHalfPieceDivisor = 4;        // ... and unmasked ones of 2-byte floats (widened, they spill)
     static constexpr int kSegmentedMinTilesPerSm = 2;  // short packed lines share tiles only above this
     // flagged scans (scan_ops.cuh: larger states, flags beside the tile)
     static constexpr int kRowVecFlagged = 4;           // elements a lane moves at once (each has an index)
@@ -82,7 +83,7 @@ struct TuningSm80 {
     static constexpr bool kSlabHold2 = false;
     // masked ones into 2-byte outputs: a class of their own where kSlabTileElementsMasked2 is set,
     // else the general one above
-    static constexpr int kSlabTileElementsMasked2 = 0;
+    static constexpr int kSlabTileElementsMasked2 = 8192;
     static constexpr int kSlabSegRowsMaxMasked2 = 33;
     static constexpr int kSlabBlocksPerSmMasked2 = 4;
     static constexpr bool kSlabHoldMasked2 = false;
@@ -101,6 +102,9 @@ struct TuningSm80 {
     static constexpr int kColumnsMinInnerBytesLse = 256;
     static constexpr int kColumnsMinLenLse = 64;
     static constexpr int kRowsMinLen = 1;              // shorter packed rows go to slabs
+    // masked packed lines into outputs this wide go to slabs when a slab tile holds a line whole
+    // (0: none)
+    static constexpr int kSlabsMaskedLinesMinOutBytes = 8;
     static constexpr int64_t kRowsMinUnalignedLine = 65536;   // a single unmasked line this long goes to rows
 };
 
