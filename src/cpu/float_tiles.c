@@ -96,17 +96,18 @@ AVX2_INLINE void transpose4(__m256d r[4])
     r[3] = _mm256_permute2f128_pd(t1, t3, 0x31);
 }
 
-/* elements whose mask byte is 0 replaced by `masked` (the bytes of consecutive elements) */
+/* elements whose mask byte is 0 replaced by `masked` (the bytes of consecutive elements). The empty
+ * asm keeps v loaded on its own: see mask_f64. */
 AVX2_INLINE __m256 mask_f32(__m256 v, const unsigned char *m, __m256 masked)
 {
+    __asm__("" : "+x"(v));
     const __m256i b = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)m));
     return _mm256_blendv_ps(v, masked, _mm256_castsi256_ps(_mm256_cmpeq_epi32(b, _mm256_setzero_si256())));
 }
 
 /* The empty asm keeps v loaded on its own: folded into a load under the mask (as the compiler does
- * for the column totals' converting loads), the load waits for the mask bytes and the walk's
- * streams from memory stall. Where mask_f32 is folded so (the rows), the masked load is the faster
- * form, so it has no such barrier. */
+ * on AVX-512 for the rows and columns, and for the column totals' converting loads), the load waits
+ * for the mask bytes and the walk's streams from memory stall. */
 AVX2_INLINE __m256d mask_f64(__m256d v, const unsigned char *m, __m256d masked)
 {
     __asm__("" : "+x"(v));
@@ -115,6 +116,17 @@ AVX2_INLINE __m256d mask_f64(__m256d v, const unsigned char *m, __m256d masked)
     const __m256i b = _mm256_cvtepu8_epi64(_mm_cvtsi32_si128(w));
     return _mm256_blendv_pd(v, masked, _mm256_castsi256_pd(_mm256_cmpeq_epi64(b, _mm256_setzero_si256())));
 }
+
+/* mask_f32 on AVX-512: the 8 mask bytes tested into a mask register, v kept where they are set */
+#define AVX512_INLINE static inline __attribute__((always_inline, target("avx2,fma,f16c,avx512f,avx512vl,avx512bw")))
+AVX512_INLINE __m256 mask_f32_k(__m256 v, const unsigned char *m, __m256 masked)
+{
+    __asm__("" : "+x"(v));
+    const __m128i b = _mm_loadl_epi64((const __m128i *)m);
+    return _mm256_mask_blend_ps((__mmask8)_mm_test_epi8_mask(b, b), masked, v);
+}
+#define mask8_avx2 mask_f32
+#define mask8_avx512 mask_f32_k
 
 /* lanes i with from + i < empty (the lines whose first output is an exclusive scan's empty prefix) */
 AVX2_INLINE __m256i empty_lanes32(int64_t empty, int64_t from)
@@ -139,7 +151,6 @@ AVX2_INLINE __m256i empty_lanes64(int64_t empty, int64_t from)
 
 /* AVX-512: eight float64 accumulators in one vector, and a step of 8 floats folded into them */
 typedef __m512d acc8_avx512;
-#define AVX512_INLINE static inline __attribute__((always_inline, target("avx2,fma,f16c,avx512f,avx512vl,avx512bw")))
 
 AVX512_INLINE acc8_avx512 load8_avx512(const double *p) { return _mm512_loadu_pd(p); }
 AVX512_INLINE void store8_avx512(double *p, acc8_avx512 a) { _mm512_storeu_pd(p, a); }
@@ -324,8 +335,8 @@ AVX2_INLINE void rows_f64(const cs_float_tile *a, double *acc, int64_t k0, int64
 }
 
 /* line l of a row block, its masked-out elements replaced */
-#define ROW_LOAD(LOAD8, l)                                                                          \
-    (MASKED ? mask_f32(LOAD8(x + (l) * a->xl + at), a->m + (l) * a->ml + at, masked)                 \
+#define ROW_LOAD_M(LOAD8, MASK8, l)                                                                 \
+    (MASKED ? MASK8(LOAD8(x + (l) * a->xl + at), a->m + (l) * a->ml + at, masked)                    \
             : LOAD8(x + (l) * a->xl + at))
 /* the eight steps of a transposed row block folded in walk order */
 #define F32_STEPS(FOLD8, ODD, s0, s1, s2, s3, s4, s5, s6, s7)                                        \
@@ -336,13 +347,14 @@ AVX2_INLINE void rows_f64(const cs_float_tile *a, double *acc, int64_t k0, int64
 
 /* The block of 8 steps from step k of 8 float32 rows (a cs_float_tile a), masked and transposed:
  * r0..r7 hold its steps in memory order, at is the block's lowest element */
-#define F32_ROW_BLOCK                                                                               \
+#define F32_ROW_BLOCK(M)                                                                            \
     const float *x = a->x;                                                                          \
     const __m256 masked = _mm256_set1_ps(PROD ? 1.0f : 0.0f);                                       \
     const int64_t at = BACK ? -(k + 7) : k;                                                         \
-    __m256 r0 = ROW_LOAD(load8_f32, 0), r1 = ROW_LOAD(load8_f32, 1), r2 = ROW_LOAD(load8_f32, 2);    \
-    __m256 r3 = ROW_LOAD(load8_f32, 3), r4 = ROW_LOAD(load8_f32, 4), r5 = ROW_LOAD(load8_f32, 5);    \
-    __m256 r6 = ROW_LOAD(load8_f32, 6), r7 = ROW_LOAD(load8_f32, 7);                                \
+    __m256 r0 = ROW_LOAD_M(load8_f32, M, 0), r1 = ROW_LOAD_M(load8_f32, M, 1);                        \
+    __m256 r2 = ROW_LOAD_M(load8_f32, M, 2), r3 = ROW_LOAD_M(load8_f32, M, 3);                        \
+    __m256 r4 = ROW_LOAD_M(load8_f32, M, 4), r5 = ROW_LOAD_M(load8_f32, M, 5);                        \
+    __m256 r6 = ROW_LOAD_M(load8_f32, M, 6), r7 = ROW_LOAD_M(load8_f32, M, 7);                        \
     TRANSPOSE8(r0, r1, r2, r3, r4, r5, r6, r7)
 
 /* float32 rows into float64 on AVX2: fold8_avx2's block, each quad of steps of its doubles
@@ -351,7 +363,7 @@ AVX2_INLINE void row_block_f32_f64_avx2(const cs_float_tile *a, acc8_avx2 *acc, 
                                         const int EXCL, const int BACK, const int MASKED, const int STREAM)
 {
     double *y = a->y;
-    F32_ROW_BLOCK;
+    F32_ROW_BLOCK(mask8_avx2);
     const __m256 r[8] = { r0, r1, r2, r3, r4, r5, r6, r7 }; /* memory order */
     for (int qw = 0; qw < 2; qw++) { /* four steps in walk order */
         __m256d d[8]; /* lines 0-3 by memory step of the quad, then lines 4-7 */
@@ -496,8 +508,10 @@ INLINE void row_block##IO##ISA(const cs_float_tile *a, acc8##ISA *acc, int64_t k
     elem##IO *y = a->y;                                                                                        \
     const __m256 masked = _mm256_set1_ps(PROD ? 1.0f : 0.0f);                                                  \
     const int64_t at = BACK ? -(k + 7) : k; /* the block's lowest element */                                   \
-    __m256 r0 = ROW_LOAD(load8##IO, 0), r1 = ROW_LOAD(load8##IO, 1), r2 = ROW_LOAD(load8##IO, 2), r3 = ROW_LOAD(load8##IO, 3); \
-    __m256 r4 = ROW_LOAD(load8##IO, 4), r5 = ROW_LOAD(load8##IO, 5), r6 = ROW_LOAD(load8##IO, 6), r7 = ROW_LOAD(load8##IO, 7); \
+    __m256 r0 = ROW_LOAD_M(load8##IO, mask8##ISA, 0), r1 = ROW_LOAD_M(load8##IO, mask8##ISA, 1);                \
+    __m256 r2 = ROW_LOAD_M(load8##IO, mask8##ISA, 2), r3 = ROW_LOAD_M(load8##IO, mask8##ISA, 3);                \
+    __m256 r4 = ROW_LOAD_M(load8##IO, mask8##ISA, 4), r5 = ROW_LOAD_M(load8##IO, mask8##ISA, 5);                \
+    __m256 r6 = ROW_LOAD_M(load8##IO, mask8##ISA, 6), r7 = ROW_LOAD_M(load8##IO, mask8##ISA, 7);                \
     TRANSPOSE8(r0, r1, r2, r3, r4, r5, r6, r7);                                                                \
     if (BACK) {                                                                                                \
         F32_STEPS(fold8##ISA, ODD##IO, r7, r6, r5, r4, r3, r2, r1, r0);                                        \
@@ -567,7 +581,7 @@ INLINE void cols##IO##ISA(const cs_float_tile *a, double *acc, int64_t l0, int64
                 for (int s = 0; s < ns; s++) {                                                                 \
                     const int64_t k = k0 + s;                                                                  \
                     __m256 v = load8##IO(x + k * xs + l);                                                      \
-                    if (MASKED) v = mask_f32(v, m + k * ms + l, masked);                                       \
+                    if (MASKED) v = mask8##ISA(v, m + k * ms + l, masked);                                       \
                     v = fold8##ISA(v, &s8, PROD, EXCL, ODD##IO);                                               \
                     if (EXCL && k == 0 && empty)                                                               \
                         v = _mm256_blendv_ps(v, masked, _mm256_castsi256_ps(empty_lanes32(empty, l)));         \
@@ -598,7 +612,7 @@ INLINE void mixed_block##IO##ISA(const cs_float_tile *a, acc8##ISA *acc, int64_t
         __m256 r[8];                                                                                           \
         for (int i = 0; i < 8; i++) {                                                                          \
             r[i] = load8##IO(x + i * a->xl + at);                                                              \
-            if (MASKED) r[i] = mask_f32(r[i], m + i * a->ml + at, masked);                                     \
+            if (MASKED) r[i] = mask8##ISA(r[i], m + i * a->ml + at, masked);                                     \
         }                                                                                                      \
         __m256 r0 = r[0], r1 = r[1], r2 = r[2], r3 = r[3], r4 = r[4], r5 = r[5], r6 = r[6], r7 = r[7];         \
         TRANSPOSE8(r0, r1, r2, r3, r4, r5, r6, r7);                                                            \
@@ -608,7 +622,7 @@ INLINE void mixed_block##IO##ISA(const cs_float_tile *a, acc8##ISA *acc, int64_t
         __m256 v[8];                                                                                           \
         for (int s = 0; s < 8; s++) {                                                                          \
             v[s] = load8##IO((const elem##IO *)a->x + (k + s) * a->xs + l);                                    \
-            if (MASKED) v[s] = mask_f32(v[s], a->m + (k + s) * a->ms + l, masked);                             \
+            if (MASKED) v[s] = mask8##ISA(v[s], a->m + (k + s) * a->ms + l, masked);                             \
         }                                                                                                      \
         w0 = v[0], w1 = v[1], w2 = v[2], w3 = v[3], w4 = v[4], w5 = v[5], w6 = v[6], w7 = v[7];                \
     }                                                                                                          \
@@ -825,7 +839,7 @@ AVX512_INLINE void row_block_f32_f64(const cs_float_tile *a, __m512d *acc, int64
                                      const int BACK, const int MASKED, const int STREAM)
 {
     double *y = a->y;
-    F32_ROW_BLOCK;
+    F32_ROW_BLOCK(mask8_avx512);
     __m512d d0, d1, d2, d3, d4, d5, d6, d7; /* walk order */
     F64_STEP(d0, BACK ? r7 : r0);
     F64_STEP(d1, BACK ? r6 : r1);
@@ -922,6 +936,11 @@ static int use_avx512(void)
     return v;
 }
 
+int cs_cpu_avx512(void)
+{
+    return use_avx512();
+}
+
 int cs_cpu_float_tiles_have(int kind, int dtype)
 {
     return float_tiles_run() && (use_avx512() ? entries_avx512 : entries_avx2)[kind][dtype] != NULL;
@@ -976,6 +995,11 @@ int cs_cpu_float_tile(const cs_float_tile *a, double *acc)
     return 1;
 }
 #else
+int cs_cpu_avx512(void)
+{
+    return 0;
+}
+
 int cs_cpu_float_tiles_have(int kind, int dtype)
 {
     (void)kind, (void)dtype;

@@ -32,7 +32,7 @@ static inline void iter_offsets(const cs_iter *it, int64_t i, int64_t off[3])
  * computed with a loop per op, and stored with a loop per dtype, so that no loop tests a dtype or
  * an op per element and unit-stride loops vectorise. Ops that number elements (rand, randn, arange)
  * and where() take the per-element path. */
-enum { CHUNK = 16384, RUN = 1024, TILE = 64 };
+enum { CHUNK = 16384, RUN = 1024, TILE = 64, TILE_ROWS = 512 };
 
 /* buf[0..n) = elements off, off + s, ... of p (dtype d) as double / int64; and back */
 #define LOAD_LOOP(T, EXPR) { const T *q = (const T *)p + off;                                        \
@@ -320,15 +320,18 @@ static void ew_tiles(const cs_elementwise_plan *p)
     const cs_iter *it = &p->it;
     const int d1 = it->ndim - 1, d2 = it->ndim - 2;
     const int64_t n1 = it->shape[d1], n2 = it->shape[d2];
-    const int64_t t1 = (n1 + TILE - 1) / TILE, t2 = (n2 + TILE - 1) / TILE;
+    /* a copy into the same dtype, the input's unit stride along d2 and the output's along d1 */
+    const size_t bytes = p->op == CS_EW_COPY && p->dtype[0] == p->dtype[1] && it->strides[1][d2] == 1 &&
+                                 it->strides[0][d1] == 1 ? cs_dtype_size(p->dtype[0]) : 0;
+    /* a plain transposition of 4-byte elements: tasks of more of the input's rows (TILE elements of
+     * each), each output row then a longer run of whole cache lines */
+    const int64_t tile1 = bytes == 4 ? TILE_ROWS : TILE;
+    const int64_t t1 = (n1 + tile1 - 1) / tile1, t2 = (n2 + TILE - 1) / TILE;
     cs_iter outer = *it;
     outer.ndim = d2;
     const int64_t nouter = cs_iter_numel(&outer), ntasks = nouter * t1 * t2;
     int64_t s[3];
     for (int o = 0; o < 3; o++) s[o] = it->strides[o][d1];
-    /* a copy into the same dtype, the input's unit stride along d2 and the output's along d1 */
-    const size_t bytes = p->op == CS_EW_COPY && p->dtype[0] == p->dtype[1] && it->strides[1][d2] == 1 && s[0] == 1
-                             ? cs_dtype_size(p->dtype[0]) : 0;
     const int stream = bytes && p->numel * (int64_t)bytes >= cs_cpu_cache_bytes();
 #pragma omp parallel if (ntasks > 1 && p->numel > 65536)
     {
@@ -336,8 +339,8 @@ static void ew_tiles(const cs_elementwise_plan *p)
         for (int64_t task = 0; task < ntasks; task++) {
             int64_t off[3];
             iter_offsets(&outer, task / (t1 * t2), off);
-            const int64_t j2 = task % t2 * TILE, j1 = task / t2 % t1 * TILE; /* along the input's rows */
-            const int64_t e2 = j2 + TILE < n2 ? j2 + TILE : n2, m1 = n1 - j1 < TILE ? n1 - j1 : TILE;
+            const int64_t j2 = task % t2 * TILE, j1 = task / t2 % t1 * tile1; /* along the input's rows */
+            const int64_t e2 = j2 + TILE < n2 ? j2 + TILE : n2, m1 = n1 - j1 < tile1 ? n1 - j1 : tile1;
             if (bytes) { /* a plain transposition: the input's rows are the output's columns */
                 const int64_t in = off[1] + j2 * it->strides[1][d2] + j1 * s[1];
                 cs_cpu_transpose_stream((const char *)p->ptr[1] + in * bytes, s[1],

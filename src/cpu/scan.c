@@ -36,6 +36,8 @@ enum {
     TILE_ELEMS = 16384, /* elements of a transposing buffer: lines x steps */
     ROWS_W = 8,         /* lines of a tile when every operand runs along the scan (long runs per line) */
     MIXED_W = 64,       /* lines of a tile when some operands run along the scan, others across */
+    VIA_ROWS_W = 512,   /* the same, x's lines next to each other through a buffer for the rows tiles */
+    MIXED_REG_W = 1024, /* the same, through the mixed float tiles (no buffer) */
     COLUMN_W = 2048,    /* widest run of lines walked together through unit strides */
     PREFETCH_ROWS = 8,  /* rows of lines side by side walked at a time, the next ones prefetched */
     FOLD_BLOCK = 4096,  /* block of a split line */
@@ -243,6 +245,15 @@ static void plan_walk(const cs_scan_plan *p, walk_layout *w)
         mixed = mixed && w->staged[0] && cs_cpu_float_tiles_have(CS_TILES_MIXED, w->tile_dtype);
     }
     w->float_tiles = w->float_tiles && (rows || cols || mixed || w->via_rows);
+    /* the mixed tiles transpose in registers, without a buffer: more lines a tile, so that each of
+     * the rows on the other side is a longer run */
+    if (w->float_tiles && mixed) w->tw = MIXED_REG_W;
+    /* x through a buffer for the rows: wide tiles, so that each of x's rows brings a longer run of
+     * lines side by side (a few cache lines of each row in turn are read far slower than memory runs) */
+    if (w->float_tiles && w->via_rows) {
+        w->tw = VIA_ROWS_W;
+        w->tk = TILE_ELEMS / VIA_ROWS_W;
+    }
     /* short rows: as many lines a tile as a buffer's worth, so that a tile's fixed costs spread
      * over more elements */
     if (w->float_tiles && rows && !w->split && w->len < TILE_ELEMS / ROWS_W) {
@@ -582,6 +593,19 @@ typedef struct segment {
             return m ? NAME##_lanes(x, m, n, -1, -1, 1) : NAME##_lanes(x, m, n, -1, -1, 0);                \
         return m ? NAME##_lanes(x, m, n, st[0], st[1], 1) : NAME##_lanes(x, m, n, st[0], st[1], 0);        \
     }                                                                                                      \
+    /* float inputs: nb blocks' totals, n elements each from o (steps st), in vectors with the same folds; \
+     * 0 where not (MASKED is 1 for products alone) */                                                   \
+    INLINE int NAME##_float_lanes(const cs_scan_plan *p, const int64_t *o, const int64_t *st, int64_t n,        \
+                                  int64_t nb, NAME##_acc *acc)                                             \
+    {                                                                                                      \
+        double t[GROUP];                                                                                   \
+        if ((IN != CS_FLOAT32 && IN != CS_FLOAT64) || (st[0] != 1 && st[0] != -1) || (p->mask && st[1] != st[0]) || \
+            !cs_cpu_float_lanes(IN == CS_FLOAT32 ? CS_TILE_F32 : CS_TILE_F64, (const IN_T *)p->x + o[0],         \
+                                p->mask ? p->mask + o[1] : NULL, n, nb, FOLD_BLOCK, (int)st[0], (MASKED) == 1, t)) \
+            return 0;                                                                                      \
+        for (int64_t j = 0; j < nb; j++) acc[j] = (NAME##_acc)t[j];                                        \
+        return 1;                                                                                          \
+    }                                                                                                      \
     /* blocks [b0, b1) of every line of a split scan: totals (write = 0) or scans from the carries in     \
      * vals, which holds line l's block b at l * per + b - b0 */                                        \
     static void NAME##_blocks(const cs_scan_plan *p, const walk_layout *w, int64_t b0, int64_t b1,          \
@@ -613,11 +637,14 @@ typedef struct segment {
                     w->len % FOLD_BLOCK) nb--; /* the short last block on its own */                      \
                 NAME##_acc *v = vals + l * per + (b - b0);                                                 \
                 if (w->split == SPLIT_ALONG && !write) { /* totals straight from memory, in lanes */       \
-                    for (int64_t j = 0; j < nb; j++) {                                                     \
-                        int64_t o[3];                                                                      \
-                        for (int k = 0; k < 3; k++) o[k] = off[k] + (b + j) * FOLD_BLOCK * w->sx[k];        \
-                        acc[j] = NAME##_lane_total(p, o, w->sx, left < FOLD_BLOCK ? left : FOLD_BLOCK);    \
-                    }                                                                                      \
+                    int64_t o0[3];                                                                         \
+                    for (int k = 0; k < 3; k++) o0[k] = off[k] + b * FOLD_BLOCK * w->sx[k];                \
+                    if (!NAME##_float_lanes(p, o0, w->sx, left < FOLD_BLOCK ? left : FOLD_BLOCK, nb, acc))  \
+                        for (int64_t j = 0; j < nb; j++) {                                                 \
+                            int64_t o[3];                                                                  \
+                            for (int k = 0; k < 3; k++) o[k] = off[k] + (b + j) * FOLD_BLOCK * w->sx[k];    \
+                            acc[j] = NAME##_lane_total(p, o, w->sx, left < FOLD_BLOCK ? left : FOLD_BLOCK); \
+                        }                                                                                  \
                 } else if (w->split == SPLIT_ALONG) { /* the line's blocks side by side */                \
                     wb.len = left < FOLD_BLOCK ? left : FOLD_BLOCK;                                        \
                     for (int k = 0; k < 3; k++) {                                                          \

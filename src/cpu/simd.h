@@ -40,6 +40,16 @@ typedef struct cs_float_tile {
     int prod, excl, stream;
 } cs_float_tile;
 int cs_cpu_float_tile(const cs_float_tile *a, double *acc);
+/* Split lines' block totals from the identity, as scan.c's lane totals fold them (element k into
+ * float64 lane k % 8, the lanes then in order), into totals[0, nb): blocks of n elements of x
+ * (CS_TILE_F32 or CS_TILE_F64) and of the mask m (NULL: unmasked) from their first walked one, steps
+ * of dir = +-1, block i gap * i elements after the first along the walk. Returns 0, with nothing
+ * done, on a CPU without the tiles. */
+int cs_cpu_float_lanes(int dtype, const void *x, const unsigned char *m, int64_t n, int64_t nb, int64_t gap, int dir,
+                       int prod, double *totals);
+/* whether the AVX-512 forms run (float_tiles.c, float_lanes.c, transpose.c, vmath.c): on a CPU with
+ * AVX-512VL and BW, unless CUSCAN_CPU_AVX512=0 asks for the AVX2 ones */
+int cs_cpu_avx512(void);
 /* whether this CPU has the tiles of a kind (CS_TILES_*) for a CS_TILE_* dtype */
 int cs_cpu_float_tiles_have(int kind, int dtype);
 /* orders a thread's streaming stores before what it does next (the end of a scan) */

@@ -6,6 +6,10 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#include <immintrin.h>
+#define HAVE_AVX512_BLOCKS 1
+#endif
 
 #define INLINE static inline __attribute__((always_inline))
 
@@ -131,10 +135,89 @@ INLINE void transpose_4x4_u64_stream(const uint64_t *src, int64_t ss, uint64_t *
     }
 #endif
 
-VECTOR_KERNEL_256 void cs_cpu_transpose_stream(const void *src, int64_t ss, void *dst, int64_t ds, int64_t nr, int64_t nc,
+#ifdef HAVE_AVX512_BLOCKS
+/* 4-byte elements on AVX-512: 16 x 16 blocks, so that every load and store is one 64-byte row of 16
+ * elements (a whole cache line where aligned: streaming stores then fill lines whole and at once,
+ * where two 32-byte halves from separate blocks drain the write-combining buffers slowly). */
+#define AVX512_BLOCKS __attribute__((target("avx2,avx512f")))
+AVX512_BLOCKS static inline __attribute__((always_inline)) void transpose_16x16_u32(const uint32_t *src, int64_t ss,
+                                                                                uint32_t *dst, int64_t ds,
+                                                                                const int STREAM)
+{
+    __m512i r[16], t[16];
+    for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_si512((const void *)(src + i * ss));
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) {
+        r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+        r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+        r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+        r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+    }
+    /* r[4q + j]: element j of each 128-bit quarter of rows 4q to 4q + 3; then the quarters */
+    for (int q = 0; q < 4; q += 2)
+        for (int j = 0; j < 4; j++) {
+            t[4 * q + j] = _mm512_shuffle_i32x4(r[4 * q + j], r[4 * q + 4 + j], 0x88);
+            t[4 * q + 4 + j] = _mm512_shuffle_i32x4(r[4 * q + j], r[4 * q + 4 + j], 0xDD);
+        }
+    for (int j = 0; j < 4; j++)
+        for (int h = 0; h < 2; h++) {
+            const __m512i lo = _mm512_shuffle_i32x4(t[j + 4 * h], t[8 + j + 4 * h], 0x88);
+            const __m512i hi = _mm512_shuffle_i32x4(t[j + 4 * h], t[8 + j + 4 * h], 0xDD);
+            uint32_t *d0 = dst + (j + 4 * h) * ds, *d1 = dst + (j + 8 + 4 * h) * ds;
+            if (STREAM) {
+                _mm512_stream_si512((void *)d0, lo);
+                _mm512_stream_si512((void *)d1, hi);
+            } else {
+                _mm512_storeu_si512((void *)d0, lo);
+                _mm512_storeu_si512((void *)d1, hi);
+            }
+        }
+}
+
+/* the whole 16 x 16 blocks of nr x nc, in src's row order (the rows that src's lines bring into
+ * cache are used up before they leave it) */
+AVX512_BLOCKS static void transpose_u32_avx512(const uint32_t *src, int64_t ss, uint32_t *dst, int64_t ds, int64_t nr,
+                                              int64_t nc, int stream)
+{
+    for (int64_t r = 0; r + 16 <= nr; r += 16)
+        for (int64_t c = 0; c + 16 <= nc; c += 16) {
+            if (stream) transpose_16x16_u32(src + r * ss + c, ss, dst + c * ds + r, ds, 1);
+            else transpose_16x16_u32(src + r * ss + c, ss, dst + c * ds + r, ds, 0);
+        }
+}
+
+#endif
+
+static void transpose_rest(const void *src, int64_t ss, void *dst, int64_t ds, int64_t nr, int64_t nc, size_t size,
+                           int stream);
+
+void cs_cpu_transpose_stream(const void *src, int64_t ss, void *dst, int64_t ds, int64_t nr, int64_t nc, size_t size,
+                             int stream)
+{
+#ifdef HAVE_AVX512_BLOCKS
+    /* streaming only where every block's rows start 64 bytes aligned */
+    if (size == 4 && nr >= 16 && nc >= 16 && cs_cpu_avx512() &&
+        (!stream || ((uintptr_t)dst % 64 == 0 && (ds * 4) % 64 == 0))) {
+        const int64_t r16 = nr / 16 * 16, c16 = nc / 16 * 16;
+        transpose_u32_avx512(src, ss, dst, ds, nr, nc, stream);
+        /* the columns right of the blocks, then the rows below them */
+        if (c16 < nc)
+            transpose_rest((const uint32_t *)src + c16, ss, (uint32_t *)dst + c16 * ds, ds, r16, nc - c16, size, stream);
+        if (r16 < nr) transpose_rest((const uint32_t *)src + r16 * ss, ss, (uint32_t *)dst + r16, ds, nr - r16, nc, size, stream);
+        return;
+    }
+#endif
+    transpose_rest(src, ss, dst, ds, nr, nc, size, stream);
+}
+
+VECTOR_KERNEL_256 static void transpose_rest(const void *src, int64_t ss, void *dst, int64_t ds, int64_t nr, int64_t nc,
                                            size_t size, int stream)
 {
     int64_t r = 0;
+    (void)stream; /* without the vector blocks, unused */
 #ifdef TRANSPOSE_BLOCKS
     /* streaming where every block's rows start 16 bytes aligned */
     stream = stream && (uintptr_t)dst % 16 == 0 && (ds * (int64_t)size) % 16 == 0;
