@@ -7,11 +7,6 @@
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #include <immintrin.h>
 
-#define AVX2 __attribute__((target("avx2,fma")))
-#define AVX2_INLINE static inline __attribute__((always_inline, target("avx2,fma")))
-#define AVX512 __attribute__((target("avx2,fma,avx512f,avx512vl,avx512bw")))
-#define AVX512_INLINE static inline __attribute__((always_inline, target("avx2,fma,avx512f,avx512vl,avx512bw")))
-
 /* eight float64 lanes on AVX2, in two vectors */
 typedef struct acc8_avx2 {
     __m256d lo, hi;
@@ -132,9 +127,7 @@ LANE_TOTAL(lane_total_avx2, AVX2, acc8_avx2, lanes_init_avx2, lanes_load_avx2, s
 int cs_cpu_float_lanes(int dtype, const void *x, const unsigned char *m, int64_t n, int64_t nb, int64_t gap, int dir,
                        int prod, double *totals)
 {
-    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") ||
-        (dtype != CS_TILE_F32 && dtype != CS_TILE_F64))
-        return 0;
+    if (!cs_cpu_avx2() || (dtype != CS_TILE_F32 && dtype != CS_TILE_F64)) return 0;
     (cs_cpu_avx512() ? lane_total_avx512 : lane_total_avx2)(x, m, n, nb, gap, dir, totals, prod, dtype == CS_TILE_F64);
     return 1;
 }

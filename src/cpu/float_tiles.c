@@ -23,8 +23,6 @@
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #include <immintrin.h>
 
-#define AVX2 __attribute__((target("avx2,fma,f16c")))
-#define AVX2_INLINE static inline __attribute__((always_inline, target("avx2,fma,f16c")))
 
 /* lines [l0, l1) over steps [k0, k1), one element at a time (edges and peels) */
 #define SCALAR_STEPS(T, TO, TO_DOUBLE, FROM_DOUBLE)                                                 \
@@ -118,7 +116,6 @@ AVX2_INLINE __m256d mask_f64(__m256d v, const unsigned char *m, __m256d masked)
 }
 
 /* mask_f32 on AVX-512: the 8 mask bytes tested into a mask register, v kept where they are set */
-#define AVX512_INLINE static inline __attribute__((always_inline, target("avx2,fma,f16c,avx512f,avx512vl,avx512bw")))
 AVX512_INLINE __m256 mask_f32_k(__m256 v, const unsigned char *m, __m256 masked)
 {
     __asm__("" : "+x"(v));
@@ -812,7 +809,6 @@ static int64_t aligned_from(const void *y, int64_t size, int64_t width, int64_t 
 
 /* float32 rows into float64 (AVX-512 only): the block of 8 steps from step k, its float64 outputs
  * transposed back as 8 x 8 doubles, a 64-byte store a line */
-#define AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw")))
 #define TRANSPOSE8_PD(q0, q1, q2, q3, q4, q5, q6, q7)                                               \
     do {                                                                                            \
         const __m512d t0 = _mm512_unpacklo_pd(q0, q1), t1 = _mm512_unpackhi_pd(q0, q1);             \
@@ -918,7 +914,7 @@ void cs_cpu_stream_fence(void)
     _mm_sfence();
 }
 
-static int float_tiles_run(void)
+int cs_cpu_avx2(void)
 {
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
 }
@@ -943,7 +939,7 @@ int cs_cpu_avx512(void)
 
 int cs_cpu_float_tiles_have(int kind, int dtype)
 {
-    return float_tiles_run() && (use_avx512() ? entries_avx512 : entries_avx2)[kind][dtype] != NULL;
+    return cs_cpu_avx2() && (use_avx512() ? entries_avx512 : entries_avx2)[kind][dtype] != NULL;
 }
 
 /* scalar edges of each CS_TILE_* dtype, and its element sizes in and out */
@@ -970,7 +966,7 @@ static void row_groups(tile_fn fn, const cs_float_tile *a, double *acc)
 
 int cs_cpu_float_tile(const cs_float_tile *a, double *acc)
 {
-    if (!float_tiles_run()) return 0;
+    if (!cs_cpu_avx2()) return 0;
     const int x_along = (a->xs == 1 || a->xs == -1) && (!a->m || a->ms == a->xs);
     const int along = x_along && a->ys == a->xs;
     const int across = a->xl == 1 && a->yl == 1 && (!a->m || a->ml == 1);

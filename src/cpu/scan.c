@@ -594,13 +594,13 @@ typedef struct segment {
         return m ? NAME##_lanes(x, m, n, st[0], st[1], 1) : NAME##_lanes(x, m, n, st[0], st[1], 0);        \
     }                                                                                                      \
     /* float inputs: nb blocks' totals, n elements each from o (steps st), in vectors with the same folds; \
-     * 0 where not (MASKED is 1 for products alone) */                                                   \
-    INLINE int NAME##_float_lanes(const cs_scan_plan *p, const int64_t *o, const int64_t *st, int64_t n,        \
+     * 0 where not (a masked-out element reads as MASKED, 1 for products alone) */                         \
+    INLINE int NAME##_float_lanes(const cs_scan_plan *p, const int64_t *o, const int64_t *st, int64_t n,   \
                                   int64_t nb, NAME##_acc *acc)                                             \
     {                                                                                                      \
         double t[GROUP];                                                                                   \
         if ((IN != CS_FLOAT32 && IN != CS_FLOAT64) || (st[0] != 1 && st[0] != -1) || (p->mask && st[1] != st[0]) || \
-            !cs_cpu_float_lanes(IN == CS_FLOAT32 ? CS_TILE_F32 : CS_TILE_F64, (const IN_T *)p->x + o[0],         \
+            !cs_cpu_float_lanes(IN == CS_FLOAT32 ? CS_TILE_F32 : CS_TILE_F64, (const IN_T *)p->x + o[0],   \
                                 p->mask ? p->mask + o[1] : NULL, n, nb, FOLD_BLOCK, (int)st[0], (MASKED) == 1, t)) \
             return 0;                                                                                      \
         for (int64_t j = 0; j < nb; j++) acc[j] = (NAME##_acc)t[j];                                        \

@@ -8,6 +8,12 @@
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define VECTOR_KERNEL __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #define VECTOR_KERNEL_256 __attribute__((target_clones("arch=x86-64-v3", "default")))
+/* Hand-written vector forms (float_tiles.c, float_lanes.c), called only where cs_cpu_avx2 (and for
+ * the AVX-512 ones cs_cpu_avx512) says the CPU has them. */
+#define AVX2 __attribute__((target("avx2,fma,f16c")))
+#define AVX2_INLINE static inline __attribute__((always_inline, target("avx2,fma,f16c")))
+#define AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw")))
+#define AVX512_INLINE static inline __attribute__((always_inline, target("avx2,fma,f16c,avx512f,avx512vl,avx512bw")))
 #else
 #define VECTOR_KERNEL
 #define VECTOR_KERNEL_256
@@ -50,6 +56,8 @@ int cs_cpu_float_lanes(int dtype, const void *x, const unsigned char *m, int64_t
 /* whether the AVX-512 forms run (float_tiles.c, float_lanes.c, transpose.c, vmath.c): on a CPU with
  * AVX-512VL and BW, unless CUSCAN_CPU_AVX512=0 asks for the AVX2 ones */
 int cs_cpu_avx512(void);
+/* whether the AVX2 forms run: on a CPU with AVX2, FMA and F16C */
+int cs_cpu_avx2(void);
 /* whether this CPU has the tiles of a kind (CS_TILES_*) for a CS_TILE_* dtype */
 int cs_cpu_float_tiles_have(int kind, int dtype);
 /* orders a thread's streaming stores before what it does next (the end of a scan) */
