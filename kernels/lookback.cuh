@@ -15,7 +15,9 @@
 // one state each: packed with the status in one 16-byte word when it fits in 12 bytes (Wire says
 // how), else kept apart from a status flag and ordered by release / acquire (FencedStatus), as
 // CUB's tile states for large types are. A strip's units post a vector of states: a packed word
-// per column when the state fits one (ColumnStatus), else one flag and two arrays (VectorStatus).
+// per column when the state fits one (ColumnStatus), else one flag and two arrays (VectorStatus),
+// which few narrow strips use for every state, their flags polled by a window
+// (strip_window_lookback).
 #pragma once
 #include <cuda/atomic>
 #include <cub/warp/warp_reduce.cuh>
@@ -144,6 +146,25 @@ struct PackedStatus {
     }
 };
 
+// acc folded with v[0], v[stride], ... (count of them) in order; `fresh`: acc starts as v[0].
+template <typename Op, typename AccT>
+__device__ __forceinline__ void fold_in_order(const Op &op, const AccT *v, int stride, int count, bool fresh, AccT &acc)
+{
+    int r = 0;
+    if (fresh && count > 0) {
+        acc = v[0];
+        r = 1;
+    }
+    for (; r + 8 <= count; r += 8) {   // eight reads in flight
+        AccT x[8];
+#pragma unroll
+        for (int i = 0; i < 8; i++) x[i] = v[(r + i) * stride];
+#pragma unroll
+        for (int i = 0; i < 8; i++) acc = op(acc, x[i]);
+    }
+    for (; r < count; r++) acc = op(acc, v[r * stride]);
+}
+
 constexpr int kLookbackPerLane = 4;   // look-back window: 32 lanes x 4 predecessors
 
 // Exclusive prefix of unit `unit` of a line whose first unit is `first`: run by one whole warp.
@@ -181,10 +202,7 @@ __device__ __noinline__ AccT lookback_line(Op op, const Status &st, int64_t unit
         }
         __syncwarp();
         AccT acc = op.identity();
-        if (lane == 0) {
-            acc = window[nearest];
-            for (int d = nearest - 1; d >= 0; d--) acc = op(acc, window[d]);
-        }
+        if (lane == 0) fold_in_order(op, window + nearest, -1, nearest + 1, true, acc);
         return shfl_state(acc, 0);
     }
 }
@@ -294,6 +312,134 @@ __device__ __forceinline__ void strip_lookback(const Op &op, const VectorStatus<
     __threadfence();
     __syncthreads();
     if (threadIdx.x == 0) st.set_flag(unit, kInclusive);
+}
+
+#ifdef CUSCAN_TRACE_JOIN   // bench/tune only: when each piece's phases end (globaltimer ns)
+__device__ unsigned long long cs_join_trace[1 << 17][5];   // per slot: table done, prefix found, posted, distance, start
+__device__ __forceinline__ void cs_trace(int64_t slot, int i, unsigned long long v)
+{
+    if (threadIdx.x == 0 && slot < (1 << 17)) cs_join_trace[slot][i] = v;
+}
+__device__ __forceinline__ unsigned long long cs_now()
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+    return t;
+}
+#define CS_TRACE(slot, i, v) cs_trace(slot, i, v)
+#else
+#define CS_TRACE(slot, i, v) ((void)0)
+#endif
+
+// ---- a strip's pieces joined by a window of flags ----
+// One flag a piece, a strip's flags side by side (slot = strip * pieces + piece), so that one warp
+// polls many predecessors with a few coalesced loads; values are read only once the flags say which
+// to read, by the whole block into a shared buffer, and folded in order. (Column words polled this
+// widely flood L2: a 16-byte word a column a predecessor; flags do not.) A flag is released by
+// thread 0 after a block barrier, which orders every owner's values before it, as CUTLASS's block
+// barriers do; a poll acquires.
+
+// The distance k >= 1 to the nearest predecessor of `slot` (the unit `index` places after its chain's
+// first, which posts an inclusive prefix at once) with an inclusive prefix, every one nearer having
+// posted its aggregate; polls 128 predecessors a round and walks past aggregates. Warp-wide.
+template <typename AccT>
+__device__ __forceinline__ int nearest_inclusive(const VectorStatus<AccT> &st, int64_t slot, int64_t index)
+{
+    const int lane = threadIdx.x & 31;
+    int64_t base = 0;   // predecessors 1..base are aggregates
+    for (;;) {
+        unsigned f[4];
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const int64_t k = base + 1 + lane + 32 * j;
+            f[j] = k <= index ? st.get_flag(slot - k) : kInclusive;   // (the chain's first is nearer)
+        }
+        int pos = -1;
+        unsigned fl = kEmpty;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const unsigned m = __ballot_sync(0xffffffffu, f[j] != kAggregate);
+            if (pos < 0 && m) {
+                pos = 32 * j + __ffs(m) - 1;
+                fl = __shfl_sync(0xffffffffu, f[j], __ffs(m) - 1);
+            }
+        }
+        if (pos < 0) base += 128;
+        else if (fl == kInclusive) return (int)(base + 1 + pos);
+        else base += pos;
+    }
+}
+
+// acc folded with rows [0, nrows) of ncols values (row r at row_at(r)) in order, each thread its
+// columns, `fresh`: acc starts as row 0; the rows pass through `buf` (buf_len states) a chunk at a
+// time, read by the whole block. Block-wide.
+template <int N, typename Op, typename AccT, typename RowAt>
+__device__ __forceinline__ void fold_rows(const Op &op, RowAt row_at, int nrows, int ncols, const int (&cols)[N], int n,
+                                          AccT *buf, int buf_len, AccT (&acc)[N])
+{
+    const int chunk = buf_len / ncols;
+    for (int r0 = 0; r0 < nrows; r0 += chunk) {
+        const int rows = min(chunk, nrows - r0);
+        for (int i = threadIdx.x; i < rows * ncols; i += blockDim.x) {
+            const int r = i / ncols, c = i - r * ncols;
+            buf[i] = load_cg(row_at(r0 + r) + c);
+        }
+        __syncthreads();
+#pragma unroll
+        for (int j = 0; j < N; j++)
+            if (j < n) fold_in_order(op, buf + cols[j], ncols, rows, r0 == 0, acc[j]);
+        __syncthreads();
+    }
+}
+
+// Posts the owners' values of `slot` into `base` and then its flag. Block-wide.
+template <int N, typename AccT>
+__device__ __forceinline__ void post_values(const VectorStatus<AccT> &st, AccT *base, int64_t slot, unsigned state,
+                                            bool owner, const int (&cols)[N], int n, const AccT (&v)[N])
+{
+    if (owner)
+#pragma unroll
+        for (int j = 0; j < N; j++)
+            if (j < n) *st.slot(base, slot, cols[j]) = v[j];
+    __syncthreads();
+    if (threadIdx.x == 0) st.set_flag(slot, state);
+}
+
+// A window: each piece posts its aggregate, finds the nearest inclusive prefix (at any distance),
+// folds the aggregates after it (the chain of the determinism note) and posts its own. Block-wide:
+// every thread calls it; threads with columns (n > 0) get their prefixes, owners post.
+template <int N, typename Op, typename AccT>
+__device__ __forceinline__ void strip_window_lookback(const Op &op, const VectorStatus<AccT> &st, int64_t slot,
+                                                      int64_t piece, int ncols, bool owner, const int (&cols)[N], int n,
+                                                      const AccT (&total)[N], AccT (&prefix)[N], AccT *buf,
+                                                      int buf_len, int *sh_distance)
+{
+    CS_TRACE(slot, 0, cs_now());
+#pragma unroll
+    for (int j = 0; j < N; j++) prefix[j] = op.identity();
+    AccT post[N];
+    if (piece == 0) {   // a strip's first piece starts from nothing: its inclusive prefix at once
+#pragma unroll
+        for (int j = 0; j < N; j++) post[j] = op(prefix[j], total[j]);
+        post_values(st, st.inclusive, slot, kInclusive, owner, cols, n, post);
+        return;
+    }
+    post_values(st, st.aggregate, slot, kAggregate, owner, cols, n, total);
+    if (threadIdx.x < 32) {
+        const int d = nearest_inclusive(st, slot, piece);
+        if (threadIdx.x == 0) *sh_distance = d;
+    }
+    __syncthreads();
+    const int d = *sh_distance;
+    CS_TRACE(slot, 1, cs_now());
+    CS_TRACE(slot, 3, d);
+    // predecessor d's inclusive prefix, then the aggregates of d - 1, ..., 1
+    fold_rows(op, [&](int r) { return st.slot(r == 0 ? st.inclusive : st.aggregate, slot - d + r, 0); }, d, ncols, cols,
+              n, buf, buf_len, prefix);
+#pragma unroll
+    for (int j = 0; j < N; j++) post[j] = op(prefix[j], total[j]);
+    post_values(st, st.inclusive, slot, kInclusive, owner, cols, n, post);
+    CS_TRACE(slot, 2, cs_now());
 }
 
 // ---- a vector of `width` values per unit, a packed word per value ----

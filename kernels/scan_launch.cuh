@@ -468,7 +468,8 @@ cs_status launch_slabs(const cs_scan_plan *p, cudaStream_t stream, Report &rep, 
         if (mode_is(force_mode, "walk")) a.mode = kSlabWalk;
         if (mode_is(force_mode, "lookback")) a.mode = kSlabLookback;
         units = a.mode == kSlabWalk ? a.strips : a.strips * a.pieces;
-        a.tree = a.mode == kSlabLookback && a.strips <= P::kSlabTreeMaxStrips;
+        a.window = a.mode == kSlabLookback && a.strips <= P::kSlabWindowMaxStrips && width <= P::kSlabWindowMaxWidth;
+        a.tree = a.mode == kSlabLookback && !a.window && a.strips <= P::kSlabTreeMaxStrips;
     }
     a.units = units;
     if (a.segs > 1) {
@@ -502,13 +503,14 @@ cs_status launch_slabs(const cs_scan_plan *p, cudaStream_t stream, Report &rep, 
              "outer %lld, len %lld, inner %lld; tile %d rows x %d columns, %d segments of %d rows, %lld %s, grid %u%s%s",
              (long long)outer, (long long)L, (long long)inner, a.rows, a.width, a.segs, a.seg_rows, (long long)units,
              a.mode == kSlabWalk ? "strips" : "tiles", grid, a.vec_in ? ", vectors" : "",
-             a.tree && Wire<typename S::AccT>::kFits ? ", pieces joined by a tree" : "");
+             a.window ? ", pieces joined by a window of flags"
+             : a.tree && Wire<typename S::AccT>::kFits ? ", pieces joined by a tree" : "");
     if (rep.emit()) return CS_OK;
     cs_status st = grid_check(units);
     if (st) return st;
     LaunchScratch<typename S::AccT> sc{};
     if ((st = launch_scratch(&sc, units, false, a.mode == kSlabLookback ? a.width : 0,
-                             a.mode == kSlabLookback && Wire<typename S::AccT>::kFits)))
+                             a.mode == kSlabLookback && !a.window && Wire<typename S::AccT>::kFits)))
         return st;
     // cummax and cummin take no initial values (scan.c refuses them)
     with_bool(a.initial != nullptr && !S::INDEXED, [&](auto init) {

@@ -51,6 +51,7 @@ struct SlabArgs {
     int exclusive;
     int mode;
     int tree;                 // lookback: pieces joined by a tree of sums, not a chain (lookback.cuh)
+    int window;               // lookback: pieces joined by a window of flags (strip_window_lookback)
     int64_t units;
     // flagged scans (in x's layout, as every operand of a flat plan)
     const unsigned char *reset;
@@ -790,52 +791,66 @@ scan_slabs_kernel(const SlabArgs a, const VectorStatus<typename S::AccT> st, con
         const int64_t unit = q.take(sh.slot, parity);
         q.finish();
         const SlabTile t = T::tile_of(a, unit);
+        CS_TRACE(a.window ? unit % a.strips * a.pieces + t.piece : 1 << 17, 4, cs_now());
         if constexpr (Wire<AccT>::kFits) {
-            // packed column words: a chain of inclusive prefixes, each piece's read while the tile's
-            // loads fly (with many strips it has long been posted), or for a single strip a tree
-            // of the strip's piece sums (lookback.cuh), its oldest block read early
-            const SlabItems mine = slab_items<T::THREADS>(a.segs, t.ncols);
-            const int64_t strip = unit % a.strips;
-            const PieceTree<AccT> tree{ cst.aggregate, a.pieces, a.strips, a.width };
-            bool have[2] = { false, false };
-            AccT early[2];
-            if (t.piece > 0)
+            if (!a.window) {
+                // packed column words: a chain of inclusive prefixes, each piece's read while the tile's
+                // loads fly (with many strips it has long been posted), or for a single strip a tree
+                // of the strip's piece sums (lookback.cuh), its oldest block read early
+                const SlabItems mine = slab_items<T::THREADS>(a.segs, t.ncols);
+                const int64_t strip = unit % a.strips;
+                const PieceTree<AccT> tree{ cst.aggregate, a.pieces, a.strips, a.width };
+                bool have[2] = { false, false };
+                AccT early[2];
+                if (t.piece > 0)
 #pragma unroll
-                for (int j = 0; j < 2; j++)
-                    if (j < mine.n)
-                        have[j] = a.tree ? tree.peek_first(t.piece, strip, mine.cols[j], early[j])
-                                         : cst.peek(unit - a.strips, mine.cols[j], early[j]);
-            T::load_tile(a, t, sh);
-            __syncthreads();
-            // (segments are read from the stage twice: registers stay free for the look-back)
-            scan_staged_tile_as<S, INIT, false>(
-                a, t, sh, [&](const SlabTile &tt, const SlabItems &it, const AccT (&total)[2], AccT (&carry)[2]) {
+                    for (int j = 0; j < 2; j++)
+                        if (j < mine.n)
+                            have[j] = a.tree ? tree.peek_first(t.piece, strip, mine.cols[j], early[j])
+                                             : cst.peek(unit - a.strips, mine.cols[j], early[j]);
+                T::load_tile(a, t, sh);
+                __syncthreads();
+                // (segments are read from the stage twice: registers stay free for the look-back)
+                scan_staged_tile_as<S, INIT, false>(
+                    a, t, sh, [&](const SlabTile &tt, const SlabItems &it, const AccT (&total)[2], AccT (&carry)[2]) {
 #pragma unroll
-                    for (int j = 0; j < 2; j++) {
-                        carry[j] = op.identity();   // a strip's first piece starts from nothing
-                        if (j >= it.n) continue;
-                        const int c = it.cols[j];
-                        if (a.tree) {
-                            if (it.owner) tree.post(op, tt.piece, strip, c, total[j]);
-                            if (tt.piece > 0) carry[j] = tree.prefix(op, tt.piece, strip, c, have[j], early[j]);
-                        } else {
-                            if (tt.piece > 0)
-                                carry[j] = have[j] ? early[j]
-                                                   : column_lookback(op, cst, unit, a.strips, c, it.owner, total[j]);
-                            if (it.owner) cst.inclusive.post(cst.at(unit, c), kInclusive, op(carry[j], total[j]));
+                        for (int j = 0; j < 2; j++) {
+                            carry[j] = op.identity();   // a strip's first piece starts from nothing
+                            if (j >= it.n) continue;
+                            const int c = it.cols[j];
+                            if (a.tree) {
+                                if (it.owner) tree.post(op, tt.piece, strip, c, total[j]);
+                                if (tt.piece > 0) carry[j] = tree.prefix(op, tt.piece, strip, c, have[j], early[j]);
+                            } else {
+                                if (tt.piece > 0)
+                                    carry[j] = have[j] ? early[j]
+                                                       : column_lookback(op, cst, unit, a.strips, c, it.owner, total[j]);
+                                if (it.owner) cst.inclusive.post(cst.at(unit, c), kInclusive, op(carry[j], total[j]));
+                            }
                         }
-                    }
-                });
-        } else {
-            T::load_tile(a, t, sh);
-            __syncthreads();
-            scan_staged_tile_as<S, INIT>(a, t, sh, [&](const SlabTile &tt, const SlabItems &it, const AccT (&total)[2],
-                                              AccT (&carry)[2]) {
+                    });
+                __syncthreads();
+                T::store_tile(a, t, sh);
+                return;
+            }
+        }
+        // a window of flags (few narrow strips), or flags and two arrays for states too large for a
+        // packed word (their segments held as the other modes do)
+        T::load_tile(a, t, sh);
+        __syncthreads();
+        constexpr bool kHold = Wire<AccT>::kFits ? false : T::HOLD;
+        scan_staged_tile_as<S, INIT, kHold>(a, t, sh, [&](const SlabTile &tt, const SlabItems &it, const AccT (&total)[2],
+                                                  AccT (&carry)[2]) {
+            if (a.window) {
+                const int64_t strip = unit % a.strips;
+                strip_window_lookback<2>(op, st, strip * a.pieces + tt.piece, tt.piece, tt.ncols, it.owner, it.cols, it.n,
+                                         total, carry, sh.carry, S::P::kSlabMaxWidth, &sh.distance);
+            } else {
                 carry[0] = carry[1] = op.identity();   // a strip's first piece starts from nothing
                 strip_lookback<2>(op, st, unit, a.strips, tt.piece == 0, it.owner, it.cols, it.n, total, carry,
                                   &sh.distance);
-            });
-        }
+            }
+        });
         __syncthreads();
         T::store_tile(a, t, sh);
     }

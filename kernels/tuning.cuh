@@ -91,6 +91,8 @@ struct TuningSm80 {
     static constexpr int kSlabMaxWidth = 512;          // columns of a tile whose slab pieces join up
     static constexpr int kSlabWalkMaxStripsPerSm = 0;  // pieces walk their strip below this, else look back
     static constexpr int kSlabTreeMaxStrips = 1;       // look-backs of this few strips join by a tree
+    static constexpr int kSlabWindowMaxStrips = 16;    // ... or, first, by a window of flags
+    static constexpr int kSlabWindowMaxWidth = 16;     // ... when a tile is this narrow (the values read grow with it)
 
     // which family a flat scan takes (scan_launch.cuh): wide inner dims with long lines go to the
     // column family, packed rows of a vector-friendly length to the row family, the rest to slabs

@@ -13,10 +13,11 @@ local SHAPES = {
   ["slabs/whole"] = { { 5, 3, 7 }, { 1000, 2, 3 }, { 64, 999, 1 }, { 3, 1, 5 }, { 7, 3, 2000 }, { 33, 4, 128 },
                       { 2, 7, 1 }, { 1, 13, 1 }, { 300, 17, 2 } },
   ["slabs/walk"] = { { 3, 5000, 3 }, { 2, 20000, 1 }, { 4, 700, 600 }, { 5, 300, 64 }, { 3, 9001, 2 } },
-  -- (the long narrow strips hold more pieces than the device runs at once: a single strip joins
-  -- its pieces through a tree of their sums, several strips through chains of look-backs)
+  -- (the long strips hold more pieces than the device runs at once: a few narrow strips join their
+  -- pieces by a window of flags, a single wide strip through a tree of their sums, more strips
+  -- through chains of look-backs)
   ["slabs/lookback"] = { { 3, 5000, 3 }, { 2, 20000, 1 }, { 4, 700, 600 }, { 1, 300, 64 }, { 1, 40000, 5 },
-                         { 1, 2000000, 5 }, { 2, 400000, 16 }, { 1, 300000, 64 } },
+                         { 1, 2000000, 5 }, { 2, 400000, 16 }, { 1, 300000, 64 }, { 32, 40000, 2 }, { 5, 250000, 1 } },
   ["rows/segmented"] = { { 1000, 8, 1 }, { 301, 12, 1 } },
   ["rows/single"] = { { 50, 3000, 1 }, { 7, 12, 1 } },
   ["rows/lines"] = { { 40, 20000, 1 }, { 9, 5003, 1 } },
@@ -110,13 +111,16 @@ describe("kernel families #cuda", function()
     end
   end)
 
-  it("slabs/lookback: a single strip joins its pieces by a tree, several strips by chains", function()
-    for _, case in ipairs({ { { 1, 2000000, 5 }, true }, { { 1, 300000, 64 }, true }, { { 2, 400000, 16 }, false },
-                            { { 3, 5000, 3 }, false } }) do
+  it("slabs/lookback: few narrow strips join by a window of flags, one wide strip by a tree, more by chains", function()
+    local JOINS = { window = "pieces joined by a window of flags", tree = "pieces joined by a tree" }
+    for _, case in ipairs({ { { 1, 2000000, 5 }, "window" }, { { 2, 400000, 16 }, "window" }, { { 3, 5000, 3 }, "window" },
+                            { { 1, 300000, 64 }, "tree" }, { { 32, 40000, 2 }, "chains" } }) do
       local x = cs.empty(case[1], { device = "cuda" })
       local plan = cs.explain(x, 2)
       assert.matches("^cuda slabs/lookback:", plan)
-      assert.equal(case[2], plan:find("pieces joined by a tree", 1, true) ~= nil, plan)
+      for join, words in pairs(JOINS) do
+        assert.equal(case[2] == join, plan:find(words, 1, true) ~= nil, plan)
+      end
     end
   end)
 
