@@ -409,8 +409,9 @@ AVX2_INLINE void stream_lines(uint16_t *y, int64_t yl, const uint16_t *buf)
  * returns where they end), each line's 64 bytes loaded and stored whole. The 8 lines go through an
  * 8 x 8 transpose of 16-bit lanes within each 16-byte quarter of a vector (transpose16x8), so that
  * t[s]'s quarter q holds memory step 8q + s of the 8 lines: a transpose of 2 bytes an element
- * instead of the floats' 4 and 8 in transpose8, and conversions of two steps at once; the outputs
- * go back the same way. */
+ * instead of the floats' 4 and 8 in transpose8. The steps are then read back from a buffer one at
+ * a time (fewer shuffles, fewer registers held); the outputs go back through the transpose, two
+ * steps a conversion. */
 AVX512_INLINE void transpose16x8(__m512i r[8])
 {
     __m512i a[8], b[8];
@@ -429,10 +430,7 @@ AVX512_INLINE void transpose16x8(__m512i r[8])
     }
 }
 
-/* 16 elements of a half type (two steps of 8 lines) as floats, and floats rounded by fold8_avx512
- * back */
-AVX512_INLINE __m512 half16_f16(__m256i h) { return _mm512_cvtph_ps(h); }
-AVX512_INLINE __m512 half16_bf16(__m256i h) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); }
+/* 16 floats rounded by fold8_avx512 (two steps of 8 lines) back to a half type */
 AVX512_INLINE __m256i unhalf16_f16(__m512 v) { return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
 AVX512_INLINE __m256i unhalf16_bf16(__m512 v) { return _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(v), 16)); }
 
@@ -450,15 +448,15 @@ AVX512_INLINE __m256i unhalf16_bf16(__m512 v) { return _mm512_cvtepi32_epi16(_mm
             __m512i t[8];                                                                           \
             for (int l = 0; l < 8; l++) t[l] = _mm512_loadu_si512((const void *)(x + l * xl + at)); \
             transpose16x8(t);                                                                       \
+            /* the steps read back one at a time from memory: conversions of 8 and no extracts */  \
+            uint16_t in[8 * 32] __attribute__((aligned(64)));                                       \
+            for (int l = 0; l < 8; l++) _mm512_store_si512((void *)(in + 32 * l), t[l]);          \
             for (int w = 0; w < 2; w++) { /* the halves of the block in walk order */              \
                 const int hq = BACK ? 1 - w : w; /* quarters 2hq, 2hq + 1: steps 16hq to 16hq + 15 */ \
                 __m256 o[2][8];                                                                     \
-                __m512 f[8]; /* f[s]: memory steps 16hq + s, then 16hq + 8 + s */                   \
-                for (int s = 0; s < 8; s++) f[s] = half16##IO(hq ? _mm512_extracti64x4_epi64(t[s], 1) : _mm512_castsi512_si256(t[s])); \
                 for (int i = 0; i < 16; i++) { /* walk steps */                                     \
                     const int j = BACK ? 15 - i : i, s = j & 7, q = j >> 3; /* memory step 16hq + 8q + s */ \
-                    const __m256 v = q ? _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(f[s]), 1)) \
-                                       : _mm512_castps512_ps256(f[s]);                              \
+                    const __m256 v = load8##IO(in + 32 * s + 8 * (2 * hq + q));                     \
                     o[q][s] = fold8_avx512(v, acc, PROD, EXCL, ODD##IO);                            \
                     if (EXCL && k == 0 && empty && w == 0 && i == 0)                                \
                         o[q][s] = _mm256_blendv_ps(o[q][s], identity, _mm256_castsi256_ps(empty_lanes32(empty, 0))); \
