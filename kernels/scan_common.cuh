@@ -168,6 +168,23 @@ __device__ __forceinline__ void store_vec(T *p, const Vec<T, N> &v)
     }
 }
 
+// A block's shared storage of type Sh: static up to the 48 KB a kernel may declare, dynamic beyond
+// (the launch passes shared_bytes<Sh>() and raises the kernel's limit: set_shared_limit).
+constexpr size_t kStaticSharedMax = 48 * 1024;
+template <typename Sh>
+constexpr size_t shared_bytes() { return sizeof(Sh) > kStaticSharedMax ? sizeof(Sh) : 0; }
+template <typename Sh>
+__device__ __forceinline__ Sh &block_shared()
+{
+    if constexpr (sizeof(Sh) <= kStaticSharedMax) {
+        __shared__ Sh sh;
+        return sh;
+    } else {
+        extern __shared__ __align__(16) unsigned char cs_dynamic_shared[];
+        return *reinterpret_cast<Sh *>(cs_dynamic_shared);
+    }
+}
+
 // 16 bytes from global memory straight into shared memory (cp.async, Ampere and later): the copy
 // holds no register while it flies, so a tile's loads are all in flight however large the tile.
 // Visible to the issuing thread after cp_async_wait_all, to the block after a barrier as well.

@@ -31,11 +31,11 @@ inline bool aligned(const void *ptr, size_t bytes) { return ((uintptr_t)ptr % by
 
 // Persistent grid: as many blocks as fit on the device at once, never more than there are units.
 template <typename Kernel>
-inline unsigned persistent_grid(Kernel kernel, int threads, int64_t units, int *cached)
+inline unsigned persistent_grid(Kernel kernel, int threads, int64_t units, int *cached, size_t smem = 0)
 {
     if (*cached == 0) {
         int per_sm = 0;
-        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0) != cudaSuccess || per_sm < 1) {
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem) != cudaSuccess || per_sm < 1) {
             cudaGetLastError();
             per_sm = 1;
         }
@@ -390,8 +390,33 @@ cs_status launch_columns(const cs_scan_plan *p, cudaStream_t stream, Report &rep
 }
 
 // ---- slabs ----
+// One slab kernel launch; storage beyond the 48 KB a kernel may declare comes as dynamic shared
+// memory, whose limit is raised once a device.
+template <class S, int MODE, bool I>
+inline cs_status launch_slab_kernel(unsigned grid, cudaStream_t stream, const SlabArgs &a,
+                                    const LaunchScratch<typename S::AccT> &sc)
+{
+    constexpr size_t smem = shared_bytes<typename SlabScan<S>::Shared>();
+    if constexpr (smem > 0) {
+        static unsigned long long raised;   // a bit a device (a race only sets the attribute twice)
+        int dev = 0;
+        cudaGetDevice(&dev);
+        const unsigned long long bit = 1ull << (dev & 63);
+        if (!(raised & bit)) {
+            const cs_status st = cs_cuda_check(
+                cudaFuncSetAttribute(scan_slabs_kernel<S, MODE, I>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
+                "shared memory limit");
+            if (st) return st;
+            raised |= bit;
+        }
+    }
+    scan_slabs_kernel<S, MODE, I><<<grid, SlabScan<S>::THREADS, smem, stream>>>(a, sc.vector, sc.column, sc.queue);
+    return CS_OK;
+}
+
+// The slab plan of p under spec S: the tile's shape, the mode, the tiles or strips (a.units).
 template <class S>
-cs_status launch_slabs(const cs_scan_plan *p, cudaStream_t stream, Report &rep, const char *force_mode)
+SlabArgs plan_slabs(const cs_scan_plan *p, const char *force_mode)
 {
     using P = typename S::P;
     using T = SlabScan<S>;
@@ -493,17 +518,30 @@ cs_status launch_slabs(const cs_scan_plan *p, cudaStream_t stream, Report &rep, 
                (!blocked || (inner % VIN == 0 && width % VIN == 0));
     // out moves in vectors only where the stage was laid out for them (x in vectors)
     a.vec_out = a.vec_in && aligned(p->out, 16) && (!blocked || (inner % VOUT == 0 && width % VOUT == 0));
+    return a;
+}
 
+// The launch of a slab plan (LOOKBACK_ONLY: the spec of a class that only looks back).
+template <class S, bool LOOKBACK_ONLY>
+cs_status run_slabs(cudaStream_t stream, Report &rep, const SlabArgs &a)
+{
+    using T = SlabScan<S>;
+    const int64_t units = a.units;
     static const char *mode_names[] = { "whole", "walk", "lookback" };
     snprintf(rep.family, sizeof rep.family, "slabs/%s", mode_names[a.mode]);
-    static int resident;
-    const unsigned grid = a.mode == kSlabWalk ? persistent_grid(scan_slabs_kernel<S, kSlabWalk, false>, T::THREADS, units, &resident)
-                                              : (unsigned)units;
+    const int64_t outer = a.outer, L = a.len, inner = a.inner;
+    unsigned grid = (unsigned)units;
+    if constexpr (!LOOKBACK_ONLY) {
+        static int resident;
+        if (a.mode == kSlabWalk)
+            grid = persistent_grid(scan_slabs_kernel<S, kSlabWalk, false>, T::THREADS, units, &resident,
+                                   shared_bytes<typename T::Shared>());
+    }
     snprintf(rep.detail, sizeof rep.detail,
              "outer %lld, len %lld, inner %lld; tile %d rows x %d columns, %d segments of %d rows, %lld %s, grid %u%s%s",
              (long long)outer, (long long)L, (long long)inner, a.rows, a.width, a.segs, a.seg_rows, (long long)units,
              a.mode == kSlabWalk ? "strips" : "tiles", grid, a.vec_in ? ", vectors" : "",
-             a.window ? ", pieces joined by a window of flags"
+             a.window ? (T::WINDOW ? ", pieces joined by a window of flags, in window tiles" : ", pieces joined by a window of flags")
              : a.tree && Wire<typename S::AccT>::kFits ? ", pieces joined by a tree" : "");
     if (rep.emit()) return CS_OK;
     cs_status st = grid_check(units);
@@ -515,14 +553,37 @@ cs_status launch_slabs(const cs_scan_plan *p, cudaStream_t stream, Report &rep, 
     // cummax and cummin take no initial values (scan.c refuses them)
     with_bool(a.initial != nullptr && !S::INDEXED, [&](auto init) {
         constexpr bool I = decltype(init)::value && !S::INDEXED;
-        switch (a.mode) {
-        case kSlabWhole: scan_slabs_kernel<S, kSlabWhole, I><<<grid, T::THREADS, 0, stream>>>(a, sc.vector, sc.column, sc.queue); break;
-        case kSlabWalk: scan_slabs_kernel<S, kSlabWalk, I><<<grid, T::THREADS, 0, stream>>>(a, sc.vector, sc.column, sc.queue); break;
-        default: scan_slabs_kernel<S, kSlabLookback, I><<<grid, T::THREADS, 0, stream>>>(a, sc.vector, sc.column, sc.queue); break;
+        if constexpr (LOOKBACK_ONLY) {
+            st = launch_slab_kernel<S, kSlabLookback, I>(grid, stream, a, sc);
+        } else {
+            switch (a.mode) {
+            case kSlabWhole: st = launch_slab_kernel<S, kSlabWhole, I>(grid, stream, a, sc); break;
+            case kSlabWalk: st = launch_slab_kernel<S, kSlabWalk, I>(grid, stream, a, sc); break;
+            default: st = launch_slab_kernel<S, kSlabLookback, I>(grid, stream, a, sc); break;
+            }
         }
         return CS_OK;
     });
+    if (st) return st;
     return cs_cuda_check(cudaGetLastError(), "scan kernel launch");
+}
+
+template <class S>
+cs_status launch_slabs(const cs_scan_plan *p, cudaStream_t stream, Report &rep, const char *force_mode)
+{
+    using P = typename S::P;
+    const SlabArgs a = plan_slabs<S>(p, force_mode);
+    if constexpr (!S::FLAGGED && !S::MASKED && sizeof(typename S::OutT) >= 4 && P::kSlabWindowTileBytes > 0) {
+        // window look-backs take their own tile class where its larger tiles still make window pieces
+        // enough to fill the SMs a few times
+        if (a.mode == kSlabLookback && a.window) {
+            const SlabArgs b = plan_slabs<SlabWindowSpec<S>>(p, force_mode);
+            const int64_t resident = (int64_t)P::kSlabWindowBlocksPerSm * cs_cuda_multiprocessors();
+            if (b.mode == kSlabLookback && b.window && b.units >= P::kSlabWindowMinWaves * resident)
+                return run_slabs<SlabWindowSpec<S>, true>(stream, rep, b);
+        }
+    }
+    return run_slabs<S, false>(stream, rep, a);
 }
 
 // ---- one dtype pair ----

@@ -10,7 +10,8 @@
 //             walks its pieces in order, the carry of each column in shared memory;
 //   lookback  one piece per block, the pieces of a strip joined by the look-back with a vector of
 //             `width` carries (lookback.cuh; a packed word per column where the state fits one),
-//             or, for a single strip of such words, by a tree of the pieces' sums.
+//             or, for a single strip of such words, by a tree of the pieces' sums; pieces joined
+//             by a window of flags take larger tiles of a class of their own (SlabWindowSpec).
 // In a tile, each column is cut into S segments of SR rows. Thread t scans segment t / ncols of
 // column t % ncols, so the lanes of a warp read neighbouring columns, or the same column SR rows
 // apart with SR odd: either way different banks. A thread folds its segment (pass 1), a block-wide
@@ -81,40 +82,49 @@ struct SlabScan {
     static constexpr int WARPS = THREADS / kWarp;
     // elements of a full tile (masked tiles are smaller: the mask's loads need registers too; the
     // flagged scans' larger states need shared memory)
-    static constexpr int TILE_BYTES = FLAGGED ? P::kSlabStageBytesFlagged
+    static constexpr bool WINDOW = P::kSlabWindowClass;   // the tiles of window look-backs (tuning.cuh)
+    static constexpr int TILE_BYTES = WINDOW ? P::kSlabWindowTileBytes
+                                    : FLAGGED ? P::kSlabStageBytesFlagged
                                     : P::kSlabStageBytes / (S::MASKED && sizeof(OutT) > 4 ? P::kSlabMaskedDivisor : 1);
     // tile classes (tuning.cuh): unmasked 4-byte outputs, masked 4-byte outputs and unmasked 2-byte
     // outputs (and masked 2-byte ones where the policy says) take tiles of their own, so that a
     // tile's fixed costs (three block barriers, the table scan) are shared by more bytes
-    static constexpr bool TILE4 = !FLAGGED && !S::MASKED && sizeof(OutT) == 4;
-    static constexpr bool TILEM4 = !FLAGGED && S::MASKED && sizeof(OutT) == 4;
-    static constexpr bool TILE2 = !FLAGGED && !S::MASKED && sizeof(OutT) == 2;
-    static constexpr bool TILEM2 = !FLAGGED && S::MASKED && sizeof(OutT) == 2 && P::kSlabTileElementsMasked2 > 0;
-    static constexpr int TILE_MAX = TILE4 ? P::kSlabTileElements4 : TILEM4 ? P::kSlabTileElementsMasked4
+    static constexpr bool TILE4 = !WINDOW && !FLAGGED && !S::MASKED && sizeof(OutT) == 4;
+    static constexpr bool TILEM4 = !WINDOW && !FLAGGED && S::MASKED && sizeof(OutT) == 4;
+    static constexpr bool TILE2 = !WINDOW && !FLAGGED && !S::MASKED && sizeof(OutT) == 2;
+    static constexpr bool TILEM2 = !WINDOW && !FLAGGED && S::MASKED && sizeof(OutT) == 2 && P::kSlabTileElementsMasked2 > 0;
+    static constexpr int TILE_MAX = WINDOW ? THREADS * P::kSlabWindowSegRowsMax   // (the rows its segments hold)
+                                  : TILE4 ? P::kSlabTileElements4 : TILEM4 ? P::kSlabTileElementsMasked4
                                   : TILE2 ? P::kSlabTileElements2 : TILEM2 ? P::kSlabTileElementsMasked2
                                   : P::kSlabTileElements;
     static constexpr int TILE = TILE_BYTES / (int)sizeof(OutT) < TILE_MAX ? TILE_BYTES / (int)sizeof(OutT) : TILE_MAX;
-    static constexpr int BLOCKS_PER_SM = FLAGGED ? P::kSlabBlocksPerSmFlagged
+    static constexpr int BLOCKS_PER_SM = WINDOW ? P::kSlabWindowBlocksPerSm
+                                       : FLAGGED ? P::kSlabBlocksPerSmFlagged
                                        : sizeof(OutT) > 4 ? P::kSlabBlocksPerSmWide
                                        : TILE4 ? P::kSlabBlocksPerSm4 : TILEM4 ? P::kSlabBlocksPerSmMasked4
                                        : TILE2 ? P::kSlabBlocksPerSm2 : TILEM2 ? P::kSlabBlocksPerSmMasked2
                                        : P::kSlabBlocksPerSm;
     static constexpr int VIN = 16 / (int)sizeof(InT), VOUT = 16 / (int)sizeof(OutT);
-    static constexpr int SR_MAX = FLAGGED ? P::kSlabSegRowsMaxFlagged
+    static constexpr int SR_MAX = WINDOW ? P::kSlabWindowSegRowsMax
+                                : FLAGGED ? P::kSlabSegRowsMaxFlagged
                                 : TILE4 ? P::kSlabSegRowsMax4 : TILEM4 ? P::kSlabSegRowsMaxMasked4
                                 : TILE2 ? P::kSlabSegRowsMax2 : TILEM2 ? P::kSlabSegRowsMaxMasked2
                                 : P::kSlabSegRowsMax;   // rows a thread holds
     // whole and walking tiles keep a segment in registers between the passes unless its class
     // reads it from the stage twice (the registers of larger tiles)
-    static constexpr bool HOLD = TILE4 ? P::kSlabHold4 : TILEM4 ? P::kSlabHoldMasked4 : TILE2 ? P::kSlabHold2
+    static constexpr bool HOLD = WINDOW ? false : TILE4 ? P::kSlabHold4 : TILEM4 ? P::kSlabHoldMasked4 : TILE2 ? P::kSlabHold2
                                : TILEM2 ? P::kSlabHoldMasked2 : true;
-    static constexpr int ITEMS = (P::kSlabMaxWidth > THREADS ? P::kSlabMaxWidth : THREADS);  // table size
+    // the table holds a segment a thread, or a column of a wide tile (window tiles are narrow)
+    static constexpr int ITEMS = (!WINDOW && P::kSlabMaxWidth > THREADS ? P::kSlabMaxWidth : THREADS);
     static constexpr int NI = ITEMS / THREADS;                  // table items a thread owns
+    static constexpr int CARRIES = WINDOW ? P::kSlabWindowFoldStates : P::kSlabMaxWidth;   // walk carries, window fold buffer
+    static_assert(!WINDOW || (!FLAGGED && !S::MASKED && P::kSlabWindowMaxWidth <= THREADS),
+                  "window tiles are narrow, unflagged, unmasked");
 
     struct Shared {
         alignas(16) OutT stage[TILE + 2 * VIN];
         unsigned char flags[FLAGGED ? TILE + 2 * VIN : 1];   // flagged scans: kKeepBit | kResetBit
-        AccT carry[P::kSlabMaxWidth];
+        AccT carry[CARRIES];
         // each segment's (head seen, fold since the last head), then the prefix it starts from in .v
         SegPair<AccT> table[ITEMS];
         SegPair<AccT> warp_total[WARPS];
@@ -596,6 +606,12 @@ struct SlabScan {
     }
 };
 
+// S with the tile class of window look-backs (tuning.cuh: SlabWindowTiles).
+template <class S>
+struct SlabWindowSpec : S {
+    using P = SlabWindowTiles<typename S::P>;
+};
+
 // The columns and segments of one tile's table: item u is segment u % S of column u / S (columns
 // in order, a column's segments in order), held by thread u % THREADS.
 struct SlabItems {
@@ -740,7 +756,7 @@ scan_slabs_kernel(const SlabArgs a, const VectorStatus<typename S::AccT> st, con
         using T = SlabScan<S>;
         using AccT = typename S::AccT;
         const typename S::Op op(a.op);
-        __shared__ typename T::Shared sh;
+        typename T::Shared &sh = block_shared<typename T::Shared>();
         int parity = 0;
 
         if constexpr (MODE == kSlabWhole) {
@@ -844,7 +860,7 @@ scan_slabs_kernel(const SlabArgs a, const VectorStatus<typename S::AccT> st, con
             if (a.window) {
                 const int64_t strip = unit % a.strips;
                 strip_window_lookback<2>(op, st, strip * a.pieces + tt.piece, tt.piece, tt.ncols, it.owner, it.cols, it.n,
-                                         total, carry, sh.carry, S::P::kSlabMaxWidth, &sh.distance);
+                                         total, carry, sh.carry, T::CARRIES, &sh.distance);
             } else {
                 carry[0] = carry[1] = op.identity();   // a strip's first piece starts from nothing
                 strip_lookback<2>(op, st, unit, a.strips, tt.piece == 0, it.owner, it.cols, it.n, total, carry,

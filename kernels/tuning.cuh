@@ -12,6 +12,7 @@ namespace cuscan {
 // Ampere and anything older or unknown: the Hopper values, untuned.
 struct TuningSm80 {
     static constexpr int kMinArch = 0, kMaxArch = 900;   // __CUDA_ARCH__ range served
+    static constexpr bool kSlabWindowClass = false;    // the slab tiles of window look-backs (below)
 
     // rows: a block of kRowWarps warps scans a tile of kRowBytes input bytes a thread
     static constexpr int kRowWarps = 8;
@@ -93,6 +94,15 @@ struct TuningSm80 {
     static constexpr int kSlabTreeMaxStrips = 1;       // look-backs of this few strips join by a tree
     static constexpr int kSlabWindowMaxStrips = 16;    // ... or, first, by a window of flags
     static constexpr int kSlabWindowMaxWidth = 16;     // ... when a tile is this narrow (the values read grow with it)
+    // unmasked window look-backs into 4- and 8-byte outputs take tiles of a class of their own
+    // (dynamic shared memory): a piece waits on the pieces before it, so its wait and fold are
+    // shared by more bytes, and more bytes wait in flight an SM (0: the classes above). Masked tiles
+    // this large spill their mask's registers; 2-byte outputs gain no rows (SR_MAX bounds them).
+    static constexpr int kSlabWindowTileBytes = 64 * 1024;
+    static constexpr int kSlabWindowSegRowsMax = 63;
+    static constexpr int kSlabWindowBlocksPerSm = 3;
+    static constexpr int kSlabWindowFoldStates = 512;  // ... the states of its fold's buffer
+    static constexpr int kSlabWindowMinWaves = 2;      // ... when its tiles fill the SMs this many times
 
     // which family a flat scan takes (scan_launch.cuh): wide inner dims with long lines go to the
     // column family, packed rows of a vector-friendly length to the row family, the rest to slabs
@@ -108,6 +118,12 @@ struct TuningSm80 {
     // (0: none)
     static constexpr int kSlabsMaskedLinesMinOutBytes = 8;
     static constexpr int64_t kRowsMinUnalignedLine = 65536;   // a single unmasked line this long goes to rows
+};
+
+// The slab tiles of window look-backs (scan_launch.cuh: launch_slabs), as a policy of their own.
+template <class Base>
+struct SlabWindowTiles : Base {
+    static constexpr bool kSlabWindowClass = true;
 };
 
 // Hopper (H100, H200): the values measured there.

@@ -17,7 +17,7 @@ local SHAPES = {
   -- pieces by a window of flags, a single wide strip through a tree of their sums, more strips
   -- through chains of look-backs)
   ["slabs/lookback"] = { { 3, 5000, 3 }, { 2, 20000, 1 }, { 4, 700, 600 }, { 1, 300, 64 }, { 1, 40000, 5 },
-                         { 1, 2000000, 5 }, { 2, 400000, 16 }, { 1, 300000, 64 }, { 32, 40000, 2 }, { 5, 250000, 1 } },
+                         { 1, 2000000, 5 }, { 3, 400000, 16 }, { 1, 300000, 64 }, { 32, 40000, 2 }, { 5, 250000, 1 } },
   ["rows/segmented"] = { { 1000, 8, 1 }, { 301, 12, 1 } },
   ["rows/single"] = { { 50, 3000, 1 }, { 7, 12, 1 } },
   ["rows/lines"] = { { 40, 20000, 1 }, { 9, 5003, 1 } },
@@ -121,6 +121,19 @@ describe("kernel families #cuda", function()
       for join, words in pairs(JOINS) do
         assert.equal(case[2] == join, plan:find(words, 1, true) ~= nil, plan)
       end
+    end
+  end)
+
+  it("slabs/lookback: windows of many pieces into 4- and 8-byte outputs take the window's tiles, unmasked", function()
+    local big, few = { 4, 400000, 16 }, { 3, 5000, 3 }
+    for _, pair in ipairs(PAIRS) do
+      local x = cs.empty(big, { device = "cuda", dtype = pair[1] })
+      local o = { dtype = pair[2] }
+      local wide = ({ float16 = true, bfloat16 = true })[pair[2]] == nil
+      assert.equal(wide, cs.explain(x, 2, o):find("in window tiles", 1, true) ~= nil, pair[1] .. " -> " .. pair[2])
+      o.mask = cs.empty(big, { device = "cuda", dtype = "bool" })
+      assert.no.matches("in window tiles", cs.explain(x, 2, o))
+      assert.no.matches("in window tiles", cs.explain(cs.empty(few, { device = "cuda", dtype = pair[1] }), 2, { dtype = pair[2] }))
     end
   end)
 

@@ -1,4 +1,4 @@
-// bench/tune/slab_cumsum.h - what the slab harnesses share: float32 / float64 forward cumsums
+// bench/tune/slab_cumsum.h - what the slab harnesses share: float32 / float64 / float16 forward cumsums
 // (masked or not) through launch_slabs under policy P (other scans are refused), and the fault
 // injection the library exports. TUNE_SLAB_MODE=walk or lookback forces that mode where the plan
 // allows it.
@@ -24,7 +24,10 @@ static cs_status run_slab_cumsum(const cs_scan_plan *p)
     if (p->in_dtype == CS_FLOAT64)
         return m ? launch_slabs<ScanSpec<P, CS_SCAN_SUM, double, double, double, false, true>>(p, stream, rep, mode)
                  : launch_slabs<ScanSpec<P, CS_SCAN_SUM, double, double, double, false, false>>(p, stream, rep, mode);
-    return cs_fail(CS_ERR_UNSUPPORTED, "tune: float32 or float64 only");
+    if (p->in_dtype == CS_FLOAT16)
+        return m ? launch_slabs<ScanSpec<P, CS_SCAN_SUM, __half, double, __half, false, true>>(p, stream, rep, mode)
+                 : launch_slabs<ScanSpec<P, CS_SCAN_SUM, __half, double, __half, false, false>>(p, stream, rep, mode);
+    return cs_fail(CS_ERR_UNSUPPORTED, "tune: float32, float64 or float16 only");
 }
 
 extern "C" cs_status cs_debug_inject_fault(void) { return cs_fail(CS_ERR_UNSUPPORTED, "tune: no fault injection"); }

@@ -1,8 +1,7 @@
-// bench/tune/window.cu - slab look-back joins side by side in one library (bench/NOTES.md, "Slab
-// look-backs of few narrow strips by a window of flags"): TUNE_VARIANT=0 tuning.cuh's joins (a
-// window of flags for up to kSlabWindowMaxStrips strips of up to kSlabWindowMaxWidth columns), 1 the
-// joins before it (a tree for one strip, else chains of column words), 2 windows for up to 64 strips
-// of any width. Built by `bench/tune/build.sh window`; on the GPU:
+// bench/tune/window.cu - slab tile sizes side by side in one library (bench/NOTES.md, "Slab
+// look-backs in tiles of their own"): TUNE_VARIANT=0 tuning.cuh's tiles (window look-backs in
+// their own class), 1 window look-backs in their type's class, 2 window tiles of 48 KB at 4 an SM.
+// Built by `bench/tune/build.sh window`; on the GPU:
 //   TUNE_VARIANT=1 CUSCAN_LIB=bench/tune/libwindow.so luajit bench/cells.lua 13000000x5:1 ...
 // TUNE_TRACE=k prints the phases of the k-th scan's window look-back (lookback.cuh's CS_TRACE).
 #define CUSCAN_TRACE_JOIN 1
@@ -12,19 +11,19 @@
 #include "slab_cumsum.h"
 using namespace cuscan;
 
-struct PChains : TuningSm90 {   // the joins before the window: a tree for one strip, else chains
-    static constexpr int kSlabWindowMaxStrips = 0;
+struct PNoWindowTiles : TuningSm90 {   // window look-backs in the tiles of their type's class
+    static constexpr int kSlabWindowTileBytes = 0;
 };
-struct PWindowWide : TuningSm90 {   // windows for up to 64 strips of any width
-    static constexpr int kSlabWindowMaxStrips = 64, kSlabWindowMaxWidth = 512;
+struct PWindow48 : TuningSm90 {   // window tiles of 48 KB, 4 blocks an SM
+    static constexpr int kSlabWindowTileBytes = 48 * 1024, kSlabWindowBlocksPerSm = 4, kSlabWindowFoldStates = 256;
 };
 
 static cs_status dispatch(const cs_scan_plan *p)
 {
     static const int v = getenv("TUNE_VARIANT") ? atoi(getenv("TUNE_VARIANT")) : 0;
     switch (v) {
-    case 1: return run_slab_cumsum<PChains>(p);
-    case 2: return run_slab_cumsum<PWindowWide>(p);
+    case 1: return run_slab_cumsum<PNoWindowTiles>(p);
+    case 2: return run_slab_cumsum<PWindow48>(p);
     default: return run_slab_cumsum<TuningSm90>(p);
     }
 }
