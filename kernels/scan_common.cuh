@@ -243,6 +243,12 @@ __device__ __forceinline__ void store_vec_streaming(T *p, const Vec<T, N> &v)
     __stcs(reinterpret_cast<Bits *>(p), *reinterpret_cast<const Bits *>(&v));
 }
 
+// Asks L1 for the 128-byte line holding p (no register waits for it).
+__device__ __forceinline__ void prefetch_l1(const void *p)
+{
+    asm volatile("prefetch.global.L1 [%0];" ::"l"(p));
+}
+
 // Asks L2 for the 128-byte line holding p (no register waits for it).
 __device__ __forceinline__ void prefetch_l2(const void *p)
 {

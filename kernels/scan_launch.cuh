@@ -538,11 +538,12 @@ cs_status run_slabs(cudaStream_t stream, Report &rep, const SlabArgs &a)
                                    shared_bytes<typename T::Shared>());
     }
     snprintf(rep.detail, sizeof rep.detail,
-             "outer %lld, len %lld, inner %lld; tile %d rows x %d columns, %d segments of %d rows, %lld %s, grid %u%s%s",
+             "outer %lld, len %lld, inner %lld; tile %d rows x %d columns, %d segments of %d rows, %lld %s, grid %u%s%s%s",
              (long long)outer, (long long)L, (long long)inner, a.rows, a.width, a.segs, a.seg_rows, (long long)units,
              a.mode == kSlabWalk ? "strips" : "tiles", grid, a.vec_in ? ", vectors" : "",
-             a.window ? (T::WINDOW ? ", pieces joined by a window of flags, in window tiles" : ", pieces joined by a window of flags")
-             : a.tree && Wire<typename S::AccT>::kFits ? ", pieces joined by a tree" : "");
+             a.window ? ", pieces joined by a window of flags"
+             : a.tree && Wire<typename S::AccT>::kFits ? ", pieces joined by a tree" : "",
+             T::WINDOW ? ", in window tiles" : "");
     if (rep.emit()) return CS_OK;
     cs_status st = grid_check(units);
     if (st) return st;
@@ -573,14 +574,22 @@ cs_status launch_slabs(const cs_scan_plan *p, cudaStream_t stream, Report &rep, 
 {
     using P = typename S::P;
     const SlabArgs a = plan_slabs<S>(p, force_mode);
-    if constexpr (!S::FLAGGED && !S::MASKED && sizeof(typename S::OutT) >= 4 && P::kSlabWindowTileBytes > 0) {
-        // window look-backs take their own tile class where its larger tiles still make window pieces
-        // enough to fill the SMs a few times
-        if (a.mode == kSlabLookback && a.window) {
-            const SlabArgs b = plan_slabs<SlabWindowSpec<S>>(p, force_mode);
-            const int64_t resident = (int64_t)P::kSlabWindowBlocksPerSm * cs_cuda_multiprocessors();
-            if (b.mode == kSlabLookback && b.window && b.units >= P::kSlabWindowMinWaves * resident)
-                return run_slabs<SlabWindowSpec<S>, true>(stream, rep, b);
+    if constexpr (!S::FLAGGED && sizeof(typename S::OutT) >= 4 && P::kSlabWindowTileBytes > 0) {
+        using W = SlabScan<SlabWindowSpec<S>>;
+        if constexpr (!S::MASKED || W::ASYNC_STAGE) {
+            // look-backs whose pieces wait on a front (a window of flags unmasked, the tree of a
+            // single strip narrow enough for the class's table) take their own tile class where its
+            // larger tiles still make such pieces, enough to fill the SMs a few times
+            auto fronted = [&](const SlabArgs &s) {
+                return s.mode == kSlabLookback &&
+                       ((s.window && !S::MASKED) || (P::kSlabWindowTree && s.tree && s.width <= W::THREADS));
+            };
+            if (fronted(a)) {
+                const SlabArgs b = plan_slabs<SlabWindowSpec<S>>(p, force_mode);
+                const int64_t resident = (int64_t)P::kSlabWindowBlocksPerSm * cs_cuda_multiprocessors();
+                if (fronted(b) && b.units >= P::kSlabWindowMinWaves * resident)
+                    return run_slabs<SlabWindowSpec<S>, true>(stream, rep, b);
+            }
         }
     }
     return run_slabs<S, false>(stream, rep, a);

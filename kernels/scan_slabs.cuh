@@ -10,8 +10,9 @@
 //             walks its pieces in order, the carry of each column in shared memory;
 //   lookback  one piece per block, the pieces of a strip joined by the look-back with a vector of
 //             `width` carries (lookback.cuh; a packed word per column where the state fits one),
-//             or, for a single strip of such words, by a tree of the pieces' sums; pieces joined
-//             by a window of flags take larger tiles of a class of their own (SlabWindowSpec).
+//             or, for a single strip of such words, by a tree of the pieces' sums; pieces that
+//             wait on a front (a window, a tree) take larger tiles of a class of their own
+//             (SlabWindowSpec).
 // In a tile, each column is cut into S segments of SR rows. Thread t scans segment t / ncols of
 // column t % ncols, so the lanes of a warp read neighbouring columns, or the same column SR rows
 // apart with SR odd: either way different banks. A thread folds its segment (pass 1), a block-wide
@@ -118,8 +119,7 @@ struct SlabScan {
     static constexpr int ITEMS = (!WINDOW && P::kSlabMaxWidth > THREADS ? P::kSlabMaxWidth : THREADS);
     static constexpr int NI = ITEMS / THREADS;                  // table items a thread owns
     static constexpr int CARRIES = WINDOW ? P::kSlabWindowFoldStates : P::kSlabMaxWidth;   // walk carries, window fold buffer
-    static_assert(!WINDOW || (!FLAGGED && !S::MASKED && P::kSlabWindowMaxWidth <= THREADS),
-                  "window tiles are narrow, unflagged, unmasked");
+    static_assert(!WINDOW || !FLAGGED, "window tiles are unflagged");
 
     struct Shared {
         alignas(16) OutT stage[TILE + 2 * VIN];
@@ -193,6 +193,10 @@ struct SlabScan {
     // the mask's few bytes a vector wait in registers), and masked-out elements are zeroed in the
     // stage by the thread that copied them.
     static constexpr bool ASYNC_STAGE = !FLAGGED && std::is_same_v<InT, OutT> && sizeof(InT) * VIN == 16;
+    // Masked tiles of the window's class take their mask once the copies have landed, from L1, where
+    // it was asked for while they flew: held in registers through the copies, a large tile's mask
+    // spills.
+    static constexpr bool LATE_MASK = WINDOW && S::MASKED;
 
     // Issues f(k, i, g) for each of this thread's vectors i (the k-th; at stream position g) that
     // lies whole in the stream, all before anything waits on them; full[k] says which did.
@@ -216,7 +220,8 @@ struct SlabScan {
         bool full[NV];
         each_full_vector(a, nv, at, full, [&](int k, int i, int64_t g) {
             cp_async16(sh.stage + i * VIN, x + g);
-            if constexpr (S::MASKED) mv[k] = load_vec<unsigned char, VIN>(a.mask + g);
+            if constexpr (LATE_MASK) prefetch_l1(a.mask + g);
+            else if constexpr (S::MASKED) mv[k] = load_vec<unsigned char, VIN>(a.mask + g);
         });
 #pragma unroll
         for (int k = 0; k < NV; k++) {
@@ -232,11 +237,15 @@ struct SlabScan {
         if constexpr (S::MASKED) {
 #pragma unroll
             for (int k = 0; k < NV; k++) {
-                OutT *dst = sh.stage + (threadIdx.x + k * THREADS) * VIN;
-                if (full[k])
+                const int i = threadIdx.x + k * THREADS;
+                OutT *dst = sh.stage + i * VIN;
+                if (full[k]) {
+                    const Vec<unsigned char, VIN> m =
+                        LATE_MASK ? load_vec_hinted<unsigned char, VIN, kL1>(a.mask + at(i)) : mv[k];
 #pragma unroll
                     for (int j = 0; j < VIN; j++)
-                        if (!mv[k].v[j]) dst[j] = staged(dst[j], false);
+                        if (!m.v[j]) dst[j] = staged(dst[j], false);
+                }
             }
         }
     }

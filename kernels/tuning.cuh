@@ -94,15 +94,17 @@ struct TuningSm80 {
     static constexpr int kSlabTreeMaxStrips = 1;       // look-backs of this few strips join by a tree
     static constexpr int kSlabWindowMaxStrips = 16;    // ... or, first, by a window of flags
     static constexpr int kSlabWindowMaxWidth = 16;     // ... when a tile is this narrow (the values read grow with it)
-    // unmasked window look-backs into 4- and 8-byte outputs take tiles of a class of their own
-    // (dynamic shared memory): a piece waits on the pieces before it, so its wait and fold are
-    // shared by more bytes, and more bytes wait in flight an SM (0: the classes above). Masked tiles
-    // this large spill their mask's registers; 2-byte outputs gain no rows (SR_MAX bounds them).
+    // look-backs whose pieces wait on a front into 4- and 8-byte outputs take tiles of a class of
+    // their own (dynamic shared memory): a piece's wait and fold are shared by more bytes, and more
+    // bytes wait in flight an SM (0: the classes above). Unmasked window look-backs, and the tree of
+    // a single strip, masked or not (a masked tile reads its mask once the copies have landed); 2-byte
+    // outputs gain no rows (SR_MAX bounds them), masked windows measured slower.
     static constexpr int kSlabWindowTileBytes = 64 * 1024;
     static constexpr int kSlabWindowSegRowsMax = 63;
     static constexpr int kSlabWindowBlocksPerSm = 3;
     static constexpr int kSlabWindowFoldStates = 512;  // ... the states of its fold's buffer
     static constexpr int kSlabWindowMinWaves = 2;      // ... when its tiles fill the SMs this many times
+    static constexpr bool kSlabWindowTree = true;      // ... the tree of a single strip too
 
     // which family a flat scan takes (scan_launch.cuh): wide inner dims with long lines go to the
     // column family, packed rows of a vector-friendly length to the row family, the rest to slabs

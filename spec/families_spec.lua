@@ -124,15 +124,23 @@ describe("kernel families #cuda", function()
     end
   end)
 
-  it("slabs/lookback: windows of many pieces into 4- and 8-byte outputs take the window's tiles, unmasked", function()
-    local big, few = { 4, 400000, 16 }, { 3, 5000, 3 }
+  it("slabs/lookback: many pieces that wait on a front take the window's tiles (4- and 8-byte outputs)", function()
+    -- windows unmasked; the tree of a single strip masked too, where x and out share a type
+    local window, tree, few = { 4, 400000, 16 }, { 1, 800000, 64 }, { 3, 5000, 3 }
+    local function in_class(shape, pair, masked)
+      local x = cs.empty(shape, { device = "cuda", dtype = pair[1] })
+      local o = { dtype = pair[2], mask = masked and cs.empty(shape, { device = "cuda", dtype = "bool" }) or nil }
+      local plan = cs.explain(x, 2, o)
+      assert.matches("^cuda slabs/lookback:", plan)
+      return plan:find("in window tiles", 1, true) ~= nil
+    end
     for _, pair in ipairs(PAIRS) do
-      local x = cs.empty(big, { device = "cuda", dtype = pair[1] })
-      local o = { dtype = pair[2] }
-      local wide = ({ float16 = true, bfloat16 = true })[pair[2]] == nil
-      assert.equal(wide, cs.explain(x, 2, o):find("in window tiles", 1, true) ~= nil, pair[1] .. " -> " .. pair[2])
-      o.mask = cs.empty(big, { device = "cuda", dtype = "bool" })
-      assert.no.matches("in window tiles", cs.explain(x, 2, o))
+      local wide = pair[2] ~= "float16" and pair[2] ~= "bfloat16"
+      local name = pair[1] .. " -> " .. pair[2]
+      assert.equal(wide, in_class(window, pair, false), name)
+      assert.is_false(in_class(window, pair, true), name)
+      assert.equal(wide, in_class(tree, pair, false), name)
+      assert.equal(wide and pair[1] == pair[2], in_class(tree, pair, true), name)
       assert.no.matches("in window tiles", cs.explain(cs.empty(few, { device = "cuda", dtype = pair[1] }), 2, { dtype = pair[2] }))
     end
   end)

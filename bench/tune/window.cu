@@ -1,6 +1,6 @@
-// bench/tune/window.cu - slab tile sizes side by side in one library (bench/NOTES.md, "Slab
-// look-backs in tiles of their own"): TUNE_VARIANT=0 tuning.cuh's tiles (window look-backs in
-// their own class), 1 window look-backs in their type's class, 2 window tiles of 48 KB at 4 an SM.
+// bench/tune/window.cu - slab tile classes side by side in one library (bench/NOTES.md, "Slab
+// look-backs in tiles of their own"): TUNE_VARIANT=0 tuning.cuh's classes, 1 the window's class for
+// window look-backs alone, 2 none (window look-backs in their type's class).
 // Built by `bench/tune/build.sh window`; on the GPU:
 //   TUNE_VARIANT=1 CUSCAN_LIB=bench/tune/libwindow.so luajit bench/cells.lua 13000000x5:1 ...
 // TUNE_TRACE=k prints the phases of the k-th scan's window look-back (lookback.cuh's CS_TRACE).
@@ -11,19 +11,19 @@
 #include "slab_cumsum.h"
 using namespace cuscan;
 
+struct PWindowOnly : TuningSm90 {   // the class for window look-backs alone
+    static constexpr bool kSlabWindowTree = false;
+};
 struct PNoWindowTiles : TuningSm90 {   // window look-backs in the tiles of their type's class
     static constexpr int kSlabWindowTileBytes = 0;
-};
-struct PWindow48 : TuningSm90 {   // window tiles of 48 KB, 4 blocks an SM
-    static constexpr int kSlabWindowTileBytes = 48 * 1024, kSlabWindowBlocksPerSm = 4, kSlabWindowFoldStates = 256;
 };
 
 static cs_status dispatch(const cs_scan_plan *p)
 {
     static const int v = getenv("TUNE_VARIANT") ? atoi(getenv("TUNE_VARIANT")) : 0;
     switch (v) {
-    case 1: return run_slab_cumsum<PNoWindowTiles>(p);
-    case 2: return run_slab_cumsum<PWindow48>(p);
+    case 1: return run_slab_cumsum<PWindowOnly>(p);
+    case 2: return run_slab_cumsum<PNoWindowTiles>(p);
     default: return run_slab_cumsum<TuningSm90>(p);
     }
 }
