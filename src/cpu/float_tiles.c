@@ -9,7 +9,8 @@
  * Every output is the in-order float64 prefix of its line rounded once, as in the other walks (the
  * half types through floats rounded to odd, see odd4_f16 and odd8_bits_avx512, but for bfloat16:
  * on AVX2 through the nearest float, see bf16_round8, on AVX-512 on the doubles' bits, see
- * bf16_near8_avx512).
+ * bf16_near8_avx512, or with AVX512-BF16 through floats rounded to odd and its own conversion, see
+ * fold8_bf16n).
  * Stores bypass the caches (streaming stores) when the caller says the output is larger than they
  * are and the stores can be aligned: the output is then written once instead of read, merged and
  * written back. Streaming stores are weakly ordered: each thread that may have made them calls
@@ -430,18 +431,64 @@ AVX512_INLINE void transpose16x8(__m512i r[8])
     }
 }
 
-/* 16 floats rounded by fold8_avx512 (two steps of 8 lines) back to a half type */
-AVX512_INLINE __m256i unhalf16_f16(__m512 v) { return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
-AVX512_INLINE __m256i unhalf16_bf16(__m512 v) { return _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(v), 16)); }
+/* A step of rows32's 8 lines folded (step8), its lines [0, empty) given the identity instead
+ * (empty8), and two steps' outputs as 16 halves (unhalf16): fold8_avx512's floats, rounded by it
+ * and converted two steps at once; for bfloat16 on AVX512-BF16 (the _bf16n forms below) the 8
+ * halves of fold8_bf16n, joined, and the block folded again in its exact form where that says. */
+#define step8_f16(v, acc, PROD, EXCL, BACK, STREAM, EXACT, odd) fold8_avx512(v, acc, PROD, EXCL, ROUND_ODD)
+#define step8_bf16(v, acc, PROD, EXCL, BACK, STREAM, EXACT, odd) fold8_avx512(v, acc, PROD, EXCL, ROUND_BF16)
+AVX512_INLINE __m256 empty8_float(__m256 o, const int PROD, int64_t empty)
+{
+    return _mm256_blendv_ps(o, _mm256_set1_ps(PROD ? 1.0f : 0.0f), _mm256_castsi256_ps(empty_lanes32(empty, 0)));
+}
+#define empty8_f16 empty8_float
+#define empty8_bf16 empty8_float
+#define UNROLL_f16
+#define UNROLL_bf16
+/* rows32's buffer of the transposed steps (in), as the halves themselves */
+typedef uint16_t in_f16, in_bf16;
+AVX512_INLINE void store_in_halves(uint16_t *p, __m512i t) { _mm512_store_si512((void *)p, t); }
+#define store_in_f16 store_in_halves
+#define store_in_bf16 store_in_halves
+#define load_in_f16 load8_f16
+#define load_in_bf16 load8_bf16
+AVX512_INLINE __m512 join16(__m256 a, __m256 b)
+{
+    return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(a)), _mm256_castps_pd(b), 1));
+}
+AVX512_INLINE __m256i unhalf16_f16(__m256 a, __m256 b)
+{
+    return _mm512_cvtps_ph(join16(a, b), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+AVX512_INLINE __m256i unhalf16_bf16(__m256 a, __m256 b)
+{
+    return _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(join16(a, b)), 16));
+}
 
-#define ROWS32(IO)                                                                                  \
-    AVX512_INLINE int64_t rows32##IO(const cs_float_tile *a, __m512d *acc, int64_t k0, int64_t k1, const int PROD, \
-                                     const int EXCL, const int BACK, const int STREAM)              \
+/* rows32's block folded from *acc, its outputs into t (EXACT: step8's exact form) */
+#define ROWS32_FOLD(IO, EXACT)                                                                      \
+    for (int w = 0; w < 2; w++) { /* the halves of the block in walk order */                      \
+        const int hq = BACK ? 1 - w : w; /* quarters 2hq, 2hq + 1: steps 16hq to 16hq + 15 */       \
+        __m256 o[2][8];                                                                             \
+        UNROLL##IO                                                                                  \
+        for (int i = 0; i < 16; i++) { /* walk steps */                                             \
+            const int j = BACK ? 15 - i : i, s = j & 7, q = j >> 3; /* memory step 16hq + 8q + s */ \
+            const __m256 v = load_in##IO(in + 32 * s + 8 * (2 * hq + q));                           \
+            o[q][s] = step8##IO(v, acc, PROD, EXCL, BACK, STREAM, EXACT, &odd);                     \
+            if (EXCL && k == 0 && empty && w == 0 && i == 0) o[q][s] = empty8##IO(o[q][s], PROD, empty); \
+        }                                                                                           \
+        for (int s2 = 0; s2 < 8; s2++) {                                                            \
+            const __m256i h = unhalf16##IO(o[0][s2], o[1][s2]);                                     \
+            t[s2] = hq ? _mm512_inserti64x4(t[s2], h, 1) : _mm512_inserti64x4(t[s2], h, 0);         \
+        }                                                                                           \
+    }
+#define ROWS32(IO, INLINE)                                                                          \
+    INLINE int64_t rows32##IO(const cs_float_tile *a, __m512d *acc, int64_t k0, int64_t k1, const int PROD, \
+                              const int EXCL, const int BACK, const int STREAM)                     \
     {                                                                                               \
         const elem##IO *const x = a->x;                                                             \
         elem##IO *const y = a->y;                                                                   \
         const int64_t xl = a->xl, yl = a->yl, empty = a->empty;                                     \
-        const __m256 identity = _mm256_set1_ps(PROD ? 1.0f : 0.0f);                                 \
         int64_t k = k0;                                                                             \
         for (; k + 32 <= k1; k += 32) {                                                             \
             const int64_t at = BACK ? -(k + 31) : k; /* the block's lowest element */               \
@@ -449,24 +496,15 @@ AVX512_INLINE __m256i unhalf16_bf16(__m512 v) { return _mm512_cvtepi32_epi16(_mm
             for (int l = 0; l < 8; l++) t[l] = _mm512_loadu_si512((const void *)(x + l * xl + at)); \
             transpose16x8(t);                                                                       \
             /* the steps read back one at a time from memory: conversions of 8 and no extracts */  \
-            uint16_t in[8 * 32] __attribute__((aligned(64)));                                       \
-            for (int l = 0; l < 8; l++) _mm512_store_si512((void *)(in + 32 * l), t[l]);          \
-            for (int w = 0; w < 2; w++) { /* the halves of the block in walk order */              \
-                const int hq = BACK ? 1 - w : w; /* quarters 2hq, 2hq + 1: steps 16hq to 16hq + 15 */ \
-                __m256 o[2][8];                                                                     \
-                for (int i = 0; i < 16; i++) { /* walk steps */                                     \
-                    const int j = BACK ? 15 - i : i, s = j & 7, q = j >> 3; /* memory step 16hq + 8q + s */ \
-                    const __m256 v = load8##IO(in + 32 * s + 8 * (2 * hq + q));                     \
-                    o[q][s] = fold8_avx512(v, acc, PROD, EXCL, ODD##IO);                            \
-                    if (EXCL && k == 0 && empty && w == 0 && i == 0)                                \
-                        o[q][s] = _mm256_blendv_ps(o[q][s], identity, _mm256_castsi256_ps(empty_lanes32(empty, 0))); \
-                }                                                                                   \
-                for (int s2 = 0; s2 < 8; s2++) {                                                    \
-                    const __m512d both = _mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(o[0][s2])), \
-                                                            _mm256_castps_pd(o[1][s2]), 1);         \
-                    const __m256i h = unhalf16##IO(_mm512_castpd_ps(both));                         \
-                    t[s2] = hq ? _mm512_inserti64x4(t[s2], h, 1) : _mm512_inserti64x4(t[s2], h, 0); \
-                }                                                                                   \
+            in##IO in[8 * 32] __attribute__((aligned(64)));                                         \
+            for (int l = 0; l < 8; l++) store_in##IO(in + 32 * l, t[l]);                            \
+            /* odd: lanes whose outputs step8 left to the exact form (folded again from `from`) */ \
+            __mmask8 odd = 0;                                                                       \
+            const __m512d from = *acc;                                                              \
+            ROWS32_FOLD(IO, 0);                                                                     \
+            if (odd) {                                                                              \
+                *acc = from;                                                                        \
+                ROWS32_FOLD(IO, 1);                                                                 \
             }                                                                                       \
             transpose16x8(t);                                                                       \
             for (int l = 0; l < 8; l++) {                                                           \
@@ -476,8 +514,8 @@ AVX512_INLINE __m256i unhalf16_bf16(__m512 v) { return _mm512_cvtepi32_epi16(_mm
         }                                                                                           \
         return k;                                                                                   \
     }
-ROWS32(_f16)
-ROWS32(_bf16)
+ROWS32(_f16, AVX512_INLINE)
+ROWS32(_bf16, AVX512_INLINE)
 /* float32 rows have no such blocks */
 #define rows32_f32(a, acc, k0, ...) (k0)
 
@@ -681,6 +719,150 @@ FLOAT_KERNELS(_avx2, AVX2_INLINE, _f32) /* only its rows are used */
 FLOAT_KERNELS(_avx512, AVX512_INLINE, _f16)
 FLOAT_KERNELS(_avx512, AVX512_INLINE, _bf16)
 
+/* Unmasked half tiles with each step's 8 outputs converted on their own (_f16n: float16 columns;
+ * _bf16n: bfloat16 rows' blocks of 32 steps and columns, on AVX512-BF16); their entries further on */
+enum { ONE_f16n = 0x3c00, ONE_bf16n = 0x3f80 }; /* 1.0, the products' identity */
+
+/* acc op w with acc as the first operand (ACC_FIRST) or the second. Where both are NaN, x86 keeps the
+ * first one's payload, so the order decides which NaN an output carries: fixed here, as each tile's
+ * outputs have it, instead of left to the compiler's choice of registers. */
+AVX512_INLINE __m512d fold_ordered(__m512d acc, __m512d w, const int PROD, const int ACC_FIRST)
+{
+    const __m512d p = ACC_FIRST ? acc : w, q = ACC_FIRST ? w : acc;
+    __m512d r;
+    if (PROD) __asm__("vmulpd %2, %1, %0" : "=v"(r) : "v"(p), "v"(q));
+    else __asm__("vaddpd %2, %1, %0" : "=v"(r) : "v"(p), "v"(q));
+    return r;
+}
+
+/* A step of 8 bfloat16 lines folded; its 8 outputs as bfloat16, by vcvtneps2bf16 (to nearest even; a
+ * NaN keeps its top bits, made quiet) of the doubles rounded to odd as floats (odd8_bits_avx512,
+ * exact from float's normal range up). That instruction takes float denormals for zeros: lanes
+ * whose float is one (outputs from about 2^-149 to float's normal range) are added to *odd, and
+ * their caller folds those steps again with EXACT set, the way of bf16_near8_avx512's NaN and
+ * denormal lanes (no branch a step, so that the steps' loops unroll). */
+AVX512BF16_INLINE __m128i fold8_bf16n(__m256 v, __m512d *acc, const int PROD, const int EXCL, const int ACC_FIRST,
+                                      const int EXACT, __mmask8 *odd)
+{
+    const __m512d prev = *acc;
+    *acc = fold_ordered(prev, _mm512_cvtps_pd(v), PROD, ACC_FIRST);
+    const __m512d out = EXCL ? prev : *acc;
+    if (EXACT) return _mm256_cvtepi32_epi16(_mm256_srli_epi32(_mm256_castps_si256(bf16_of_odd8(odd8_avx512(out))), 16));
+    const __m256 t = odd8_bits_avx512(out);
+    *odd = _kor_mask8(*odd, _mm256_fpclass_ps_mask(t, 0x20 /* denormal */));
+    return (__m128i)_mm256_cvtneps_pbh(t);
+}
+
+/* 8 halves, lanes [0, n) given the identity's bits instead (an exclusive scan's empty prefix) */
+AVX512_INLINE __m128i empty8_packed(__m128i h, int identity, int64_t n)
+{
+    const int c = n < 0 ? 0 : n > 8 ? 8 : (int)n;
+    return _mm_mask_blend_epi16((__mmask8)((1u << c) - 1u), h, _mm_set1_epi16((short)identity));
+}
+
+/* rows32's forms: the outputs of a step are its 8 halves, in the low half of a __m256; the fold's
+ * operands in the order of these tiles' outputs (acc first but in some reverse exclusive forms) */
+typedef uint16_t elem_bf16n;
+#define load8_bf16n load8_bf16
+#define UNROLL_bf16n _Pragma("GCC unroll 16") /* see tile_rows_bf16n */
+/* rows32's buffer as floats, widened 16 at a time (half the operations of load8_bf16's) */
+typedef float in_bf16n;
+AVX512_INLINE void store_in_bf16n(float *p, __m512i t)
+{
+    _mm512_store_si512((void *)p, _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(t)), 16));
+    _mm512_store_si512((void *)(p + 16), _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(t, 1)), 16));
+}
+#define load_in_bf16n _mm256_load_ps
+#define step8_bf16n(v, acc, PROD, EXCL, BACK, STREAM, EXACT, odd)                                   \
+    _mm256_castsi256_ps(_mm256_castsi128_si256(                                                     \
+        fold8_bf16n(v, acc, PROD, EXCL, !(BACK && EXCL && (STREAM || !PROD)), EXACT, odd)))
+AVX512_INLINE __m256 empty8_bf16n(__m256 o, const int PROD, int64_t empty)
+{
+    return _mm256_castsi256_ps(_mm256_castsi128_si256(empty8_packed(_mm256_castsi256_si128(_mm256_castps_si256(o)), PROD ? ONE_bf16n : 0, empty)));
+}
+AVX512_INLINE __m256i unhalf16_bf16n(__m256 a, __m256 b)
+{
+    return _mm256_inserti128_si256(_mm256_castps_si256(a), _mm256_castsi256_si128(_mm256_castps_si256(b)), 1);
+}
+ROWS32(_bf16n, AVX512BF16_INLINE)
+
+/* rows: steps [k0, k1) (a multiple of 32 of them, unmasked) by rows32_bf16n */
+AVX512BF16_INLINE void rows_bf16n(const cs_float_tile *a, double *acc, int64_t k0, int64_t k1, const int PROD,
+                                  const int EXCL, const int BACK, const int MASKED, const int STREAM)
+{
+    if (MASKED) return; /* never called so: see tile_rows_bf16n */
+    __m512d s8 = _mm512_loadu_pd(acc);
+    rows32_bf16n(a, &s8, k0, k1, PROD, EXCL, BACK, STREAM);
+    _mm512_storeu_pd(acc, s8);
+}
+
+/* float16's columns the same way (_f16n): fold8_avx512's rounding to odd is exact for every float16
+ * output, so no step is folded again */
+AVX512_INLINE __m128i fold8_f16n(__m256 v, __m512d *acc, const int PROD, const int EXCL, const int ACC_FIRST,
+                                 const int EXACT, __mmask8 *odd)
+{
+    (void)EXACT, (void)odd;
+    const __m512d prev = *acc;
+    *acc = fold_ordered(prev, _mm512_cvtps_pd(v), PROD, ACC_FIRST);
+    return _mm256_cvtps_ph(odd8_bits_avx512(EXCL ? prev : *acc), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+#define load8_f16n load8_f16
+
+/* Columns, unmasked: lines [l0, l1) over every step, 4 steps a pass, stored once the pass is folded
+ * (again in its exact form where fold8 says); streamed, 32 lines a group (l1 - l0 a multiple of
+ * them), whose 4 x 8 halves of a step are joined in registers into one 64-byte line (a line read
+ * back from a buffer of 16-byte stores waits for them to reach the cache). The fold's operands in
+ * the order of these tiles' outputs (acc first but in exclusive scans). */
+#define COLS_N_PASS(IO, EXACT)                                                                      \
+    do {                                                                                            \
+        for (int g = 0; g < G; g++) s[g] = _mm512_loadu_pd(acc + l + 8 * g);                        \
+        for (int i = 0; i < 4; i++) {                                                               \
+            if (i >= ns) break;                                                                     \
+            const int64_t k = k0 + i;                                                               \
+            for (int g = 0; g < G; g++) {                                                           \
+                h[i][g] = fold8##IO(load8##IO(x + k * xs + l + 8 * g), &s[g], PROD, EXCL, !EXCL, EXACT, &odd); \
+                if (EXCL && k == 0 && empty)                                                        \
+                    h[i][g] = empty8_packed(h[i][g], PROD ? ONE##IO : 0, empty - l - 8 * g);        \
+            }                                                                                       \
+        }                                                                                           \
+    } while (0)
+#define COLS_N(IO, INLINE)                                                                          \
+    INLINE void cols##IO(const cs_float_tile *a, double *acc, int64_t l0, int64_t l1, const int PROD, \
+                         const int EXCL, const int BACK, const int MASKED, const int STREAM)        \
+    {                                                                                               \
+        (void)BACK;                                                                                 \
+        if (MASKED) return; /* never called so: see TILE_COLS_N */                                  \
+        const uint16_t *const x = a->x;                                                             \
+        uint16_t *const y = a->y;                                                                   \
+        const int64_t xs = a->xs, ys = a->ys, n = a->n, empty = a->empty;                           \
+        const int G = STREAM ? 4 : 1; /* groups of 8 lines a pass */                                \
+        for (int64_t k0 = 0; k0 < n; k0 += 4) {                                                     \
+            const int ns = n - k0 < 4 ? (int)(n - k0) : 4;                                          \
+            for (int64_t l = l0; l < l1; l += 8 * G) {                                              \
+                __m512d s[4];                                                                       \
+                __m128i h[4][4]; /* by step and group (all set: the compiler can't tell which a pass uses) */ \
+                for (int i = 0; i < 16; i++) h[i / 4][i % 4] = _mm_setzero_si128();                \
+                __mmask8 odd = 0;                                                                   \
+                COLS_N_PASS(IO, 0);                                                                 \
+                if (odd) COLS_N_PASS(IO, 1);                                                        \
+                for (int i = 0; i < 4; i++) {                                                       \
+                    if (i >= ns) break;                                                             \
+                    uint16_t *const yk = y + (k0 + i) * ys + l;                                     \
+                    if (STREAM) {                                                                   \
+                        const __m256i lo = _mm256_inserti128_si256(_mm256_castsi128_si256(h[i][0]), h[i][1], 1); \
+                        const __m256i hi = _mm256_inserti128_si256(_mm256_castsi128_si256(h[i][2]), h[i][3], 1); \
+                        _mm512_stream_si512((void *)yk, _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1)); \
+                    } else {                                                                        \
+                        _mm_storeu_si128((__m128i *)(void *)yk, h[i][0]);                           \
+                    }                                                                               \
+                }                                                                                   \
+                for (int g = 0; g < G; g++) _mm512_storeu_pd(acc + l + 8 * g, s[g]);                \
+            }                                                                                       \
+        }                                                                                           \
+    }
+COLS_N(_f16n, AVX512_INLINE)
+COLS_N(_bf16n, AVX512BF16_INLINE)
+
 #include "float_tiles_avx2.h"
 
 
@@ -875,7 +1057,8 @@ AVX512 static void tile_rows_f32_f64(const cs_float_tile *a, double *acc) { ROWS
 /* The entry points, twice: for AVX2, and for AVX-512VL, whose 32 vector registers hold a block of
  * rows and its transposes without spilling them to the stack */
 typedef void (*tile_fn)(const cs_float_tile *, double *);
-static int avx512_state = -1; /* use_avx512's answer, once known */
+static int avx512_state = -1, bf16n_state = -1; /* use_avx512's answers, once known */
+static int use_avx512(void);
 #define ENTRIES(SUFFIX, TARGET, ROWS_F32_F64, COLS, ROWS, MIXED)                                                                   \
     TARGET static void total_cols_f32##SUFFIX(const cs_float_tile *a, double *acc) { TOTAL_BODY(cols_total_f32, scalar_f32) } \
     TARGET static void total_cols_f64##SUFFIX(const cs_float_tile *a, double *acc) { TOTAL_BODY(cols_total_f64, scalar_f64) } \
@@ -907,6 +1090,71 @@ AVX2 static void tile_rows_f32_f64_avx2(const cs_float_tile *a, double *acc) { R
 ENTRIES(_avx2, AVX2, tile_rows_f32_f64_avx2, COLS_OF_AVX2, ROWS_OF_AVX2, mixed_avx2_f32)
 ENTRIES(_avx512, AVX512, tile_rows_f32_f64, COLS_OF_AVX512, ROWS_OF_AVX512, mixed_f32_avx512)
 
+/* Half tiles through the _f16n and _bf16n kernels (float16 columns; bfloat16 rows and columns on
+ * AVX512-BF16): the blocks of 32 steps of rows, the groups of 8 lines of columns. The steps or lines
+ * after them (a tile of their own), masked tiles and tiles whose streamed part comes after a peel
+ * go to the AVX-512 entries, which do them in the same code as they would in the whole tile (the
+ * same outputs, NaN payloads included). Rows: the kernel's 16 forms make a function large enough
+ * that the compiler stops unrolling the steps unless told to (UNROLL_bf16n), and then keeps rows32's
+ * outputs on the stack. */
+AVX512BF16 static void tile_rows_bf16n(const cs_float_tile *a, double *acc)
+{
+    const int64_t peel = a->stream ? aligned_from(a->y, 2, 32, a->yl, 0, a->ys < 0) : -1;
+    const int stream = peel >= 0 && peel + 32 <= a->n;
+    const int64_t streamed = stream ? a->n / 32 * 32 : 0, blocks = streamed + (a->n - streamed) / 32 * 32;
+    if (a->m || (stream && peel) || blocks == 0) {
+        tile_rows_bf16_avx512(a, acc);
+        return;
+    }
+    if (stream) DISPATCH(rows_bf16n, a, acc, 0, streamed, 1);
+    if (blocks > streamed) DISPATCH(rows_bf16n, a, acc, streamed, blocks, 0);
+    if (blocks < a->n) {
+        cs_float_tile b = *a;
+        b.x = (const uint16_t *)a->x + blocks * a->xs;
+        b.y = (uint16_t *)a->y + blocks * a->ys;
+        b.n = a->n - blocks;
+        b.empty = 0;
+        tile_rows_bf16_avx512(&b, acc);
+    }
+}
+
+/* columns: lines after the last group of 8 a tile of their own */
+#define TILE_COLS_N(IO, TARGET, REST)                                                               \
+    TARGET static void tile_cols##IO(const cs_float_tile *a, double *acc)                           \
+    {                                                                                               \
+        const int64_t peel = a->stream ? aligned_from(a->y, 2, 32, 0, a->ys, 0) : -1;               \
+        const int stream = peel >= 0 && peel + 32 <= a->lines;                                      \
+        const int64_t streamed = stream ? a->lines / 32 * 32 : 0;                                   \
+        const int64_t end = streamed + (a->lines - streamed) / 8 * 8;                               \
+        if (a->m || (stream && peel) || end == 0) {                                                 \
+            REST(a, acc);                                                                           \
+            return;                                                                                 \
+        }                                                                                           \
+        if (stream) DISPATCH(cols##IO, a, acc, 0, streamed, 1);                                     \
+        if (end > streamed) DISPATCH(cols##IO, a, acc, streamed, end, 0);                           \
+        if (end < a->lines) {                                                                       \
+            cs_float_tile b = *a;                                                                   \
+            b.x = (const uint16_t *)a->x + end * a->xl;                                             \
+            b.y = (uint16_t *)a->y + end * a->yl;                                                   \
+            b.lines = a->lines - end;                                                               \
+            b.empty = a->empty > end ? a->empty - end : 0;                                          \
+            REST(&b, acc + end);                                                                    \
+        }                                                                                           \
+    }
+TILE_COLS_N(_f16n, AVX512, tile_cols_f16_avx512)
+TILE_COLS_N(_bf16n, AVX512BF16, tile_cols_bf16_avx512)
+
+/* the entry of a kind of tile for a dtype */
+static tile_fn entry(int kind, int dtype)
+{
+    if (!use_avx512()) return entries_avx2[kind][dtype];
+    if (dtype == CS_TILE_F16 && kind == CS_TILES_COLS) return tile_cols_f16n;
+    if (dtype == CS_TILE_BF16 && (kind == CS_TILES_ROWS || kind == CS_TILES_COLS) &&
+        __atomic_load_n(&bf16n_state, __ATOMIC_RELAXED) > 0)
+        return kind == CS_TILES_ROWS ? tile_rows_bf16n : tile_cols_bf16n;
+    return entries_avx512[kind][dtype];
+}
+
 void cs_cpu_stream_fence(void)
 {
     _mm_sfence();
@@ -918,13 +1166,17 @@ int cs_cpu_avx2(void)
 }
 
 /* The AVX-512 entries where the CPU has AVX-512VL, unless CUSCAN_CPU_AVX512=0 asks for the AVX2 ones
- * (on parts where 512-bit work lowers the clock, and so that both can be tested on one machine). */
+ * (on parts where 512-bit work lowers the clock, and so that both can be tested on one machine);
+ * and within them the _bf16n kernels where it also has AVX512-BF16 and DQ (bf16n_state, set first:
+ * the tiles are only reached through use_avx512). */
 static int use_avx512(void)
 {
     int v = __atomic_load_n(&avx512_state, __ATOMIC_RELAXED);
     if (v < 0) {
         const char *e = getenv("CUSCAN_CPU_AVX512");
         v = __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw") && !(e && strcmp(e, "0") == 0);
+        __atomic_store_n(&bf16n_state, v && __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512dq"),
+                         __ATOMIC_RELAXED);
         __atomic_store_n(&avx512_state, v, __ATOMIC_RELAXED);
     }
     return v;
@@ -937,7 +1189,7 @@ int cs_cpu_avx512(void)
 
 int cs_cpu_float_tiles_have(int kind, int dtype)
 {
-    return cs_cpu_avx2() && (use_avx512() ? entries_avx512 : entries_avx2)[kind][dtype] != NULL;
+    return cs_cpu_avx2() && entry(kind, dtype) != NULL;
 }
 
 /* scalar edges of each CS_TILE_* dtype, and its element sizes in and out */
@@ -982,7 +1234,7 @@ int cs_cpu_float_tile(const cs_float_tile *a, double *acc)
     } else {
         return 0;
     }
-    const tile_fn fn = (use_avx512() ? entries_avx512 : entries_avx2)[kind][a->dtype];
+    const tile_fn fn = entry(kind, a->dtype);
     if (!fn) return 0;
     if (kind == CS_TILES_ROWS && a->lines != 8) row_groups(fn, a, acc);
     else fn(a, acc);

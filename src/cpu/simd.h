@@ -14,6 +14,9 @@
 #define AVX2_INLINE static inline __attribute__((always_inline, target("avx2,fma,f16c")))
 #define AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw")))
 #define AVX512_INLINE static inline __attribute__((always_inline, target("avx2,fma,f16c,avx512f,avx512vl,avx512bw")))
+/* and with AVX512-BF16 (and DQ, which every CPU with it has): float to bfloat16 in one instruction */
+#define AVX512BF16 __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512dq,avx512bf16")))
+#define AVX512BF16_INLINE static inline __attribute__((always_inline, target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512dq,avx512bf16")))
 #else
 #define VECTOR_KERNEL
 #define VECTOR_KERNEL_256
