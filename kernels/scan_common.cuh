@@ -169,7 +169,7 @@ __device__ __forceinline__ void store_vec(T *p, const Vec<T, N> &v)
 }
 
 // A block's shared storage of type Sh: static up to the 48 KB a kernel may declare, dynamic beyond
-// (the launch passes shared_bytes<Sh>() and raises the kernel's limit: set_shared_limit).
+// (its launch passes shared_bytes<Sh>() and raises the kernel's limit, as launch_slab_kernel does).
 constexpr size_t kStaticSharedMax = 48 * 1024;
 template <typename Sh>
 constexpr size_t shared_bytes() { return sizeof(Sh) > kStaticSharedMax ? sizeof(Sh) : 0; }

@@ -83,7 +83,8 @@ struct SlabScan {
     static constexpr int WARPS = THREADS / kWarp;
     // elements of a full tile (masked tiles are smaller: the mask's loads need registers too; the
     // flagged scans' larger states need shared memory)
-    static constexpr bool WINDOW = P::kSlabWindowClass;   // the tiles of window look-backs (tuning.cuh)
+    // the window's class: look-backs that wait on a front (a window of flags, a single strip's tree)
+    static constexpr bool WINDOW = P::kSlabWindowClass;
     static constexpr int TILE_BYTES = WINDOW ? P::kSlabWindowTileBytes
                                     : FLAGGED ? P::kSlabStageBytesFlagged
                                     : P::kSlabStageBytes / (S::MASKED && sizeof(OutT) > 4 ? P::kSlabMaskedDivisor : 1);
@@ -115,7 +116,8 @@ struct SlabScan {
     // reads it from the stage twice (the registers of larger tiles)
     static constexpr bool HOLD = WINDOW ? false : TILE4 ? P::kSlabHold4 : TILEM4 ? P::kSlabHoldMasked4 : TILE2 ? P::kSlabHold2
                                : TILEM2 ? P::kSlabHoldMasked2 : true;
-    // the table holds a segment a thread, or a column of a wide tile (window tiles are narrow)
+    // the table holds a segment a thread, or a column of a wide tile (the window's class takes
+    // tiles of at most THREADS columns)
     static constexpr int ITEMS = (!WINDOW && P::kSlabMaxWidth > THREADS ? P::kSlabMaxWidth : THREADS);
     static constexpr int NI = ITEMS / THREADS;                  // table items a thread owns
     static constexpr int CARRIES = WINDOW ? P::kSlabWindowFoldStates : P::kSlabMaxWidth;   // walk carries, window fold buffer
@@ -615,7 +617,7 @@ struct SlabScan {
     }
 };
 
-// S with the tile class of window look-backs (tuning.cuh: SlabWindowTiles).
+// S with the window's tile class (tuning.cuh: SlabWindowTiles), for look-backs that wait on a front.
 template <class S>
 struct SlabWindowSpec : S {
     using P = SlabWindowTiles<typename S::P>;

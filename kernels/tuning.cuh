@@ -12,7 +12,7 @@ namespace cuscan {
 // Ampere and anything older or unknown: the Hopper values, untuned.
 struct TuningSm80 {
     static constexpr int kMinArch = 0, kMaxArch = 900;   // __CUDA_ARCH__ range served
-    static constexpr bool kSlabWindowClass = false;    // the slab tiles of window look-backs (below)
+    static constexpr bool kSlabWindowClass = false;    // the window's slab tile class (below)
 
     // rows: a block of kRowWarps warps scans a tile of kRowBytes input bytes a thread
     static constexpr int kRowWarps = 8;
@@ -122,7 +122,7 @@ struct TuningSm80 {
     static constexpr int64_t kRowsMinUnalignedLine = 65536;   // a single unmasked line this long goes to rows
 };
 
-// The slab tiles of window look-backs (scan_launch.cuh: launch_slabs), as a policy of their own.
+// The window's slab tile class (kSlabWindow* above; scan_launch.cuh: launch_slabs), as a policy.
 template <class Base>
 struct SlabWindowTiles : Base {
     static constexpr bool kSlabWindowClass = true;
