@@ -37,6 +37,7 @@ enum {
     ROWS_W = 8,         /* lines of a tile when every operand runs along the scan (long runs per line) */
     MIXED_W = 64,       /* lines of a tile when some operands run along the scan, others across */
     VIA_ROWS_W = 512,   /* the same, x's lines next to each other through a buffer for the rows tiles */
+    VIA_PARTS = 8,      /* calls of the rows tiles a buffer, the next buffer's rows asked for between them */
     MIXED_REG_W = 1024, /* the same, through the mixed float tiles (no buffer) */
     COLUMN_W = 2048,    /* widest run of lines walked together through unit strides */
     PREFETCH_ROWS = 8,  /* rows of lines side by side walked at a time, the next ones prefetched */
@@ -249,9 +250,12 @@ static void plan_walk(const cs_scan_plan *p, walk_layout *w)
      * the rows on the other side is a longer run */
     if (w->float_tiles && mixed) w->tw = MIXED_REG_W;
     /* x through a buffer for the rows: wide tiles, so that each of x's rows brings a longer run of
-     * lines side by side (a few cache lines of each row in turn are read far slower than memory runs) */
+     * lines side by side (a few cache lines of each row in turn are read far slower than memory runs).
+     * A task takes the widest run of lines and walks each block of steps across all of them, a
+     * buffer's worth (VIA_ROWS_W lines) at a time, so that x is read in runs of the whole task's
+     * width, row after row */
     if (w->float_tiles && w->via_rows) {
-        w->tw = VIA_ROWS_W;
+        w->tw = COLUMN_W;
         w->tk = TILE_ELEMS / VIA_ROWS_W;
     }
     /* short rows: as many lines a tile as a buffer's worth, so that a tile's fixed costs spread
@@ -326,6 +330,15 @@ static inline void prefetch_rows(const void *now, int64_t row_bytes, int64_t nro
             if (write) __builtin_prefetch(at, 1);
             else __builtin_prefetch(at, 0);
         }
+}
+
+/* Steps [r0, r1) after step k of a run of `bytes` bytes of lines next to each other, the steps
+ * step_bytes apart, into L2 (integer addresses: the rows may lie past the tensor) */
+static inline void prefetch_steps(const void *line0, int64_t step_bytes, int64_t k, int64_t r0, int64_t r1, int64_t bytes)
+{
+    for (int64_t r = r0; r < r1; r++)
+        for (int64_t b = 0; b < bytes; b += 64)
+            __builtin_prefetch((const void *)((uintptr_t)line0 + (uintptr_t)((k + r) * step_bytes + b)), 0, 2);
 }
 
 /* A segment of a line: its first walked element (x, mask, out) and whether that starts the line. */
@@ -509,14 +522,33 @@ typedef struct segment {
             const unsigned char *mt = m ? m + k0 * w->sx[1] : 0;                                           \
             OUT_T *yt = y + k0 * w->sx[2];                                                                 \
             int64_t xr = w->sx[0], mr = w->sx[1];                                                          \
-            if (w->via_rows) { /* x's lines through a buffer, out's as they are */                        \
+            if (w->via_rows) { /* x's lines through a buffer, VIA_ROWS_W at a time; out's as they are */ \
                 const int64_t dir = w->sx[2]; /* the way out's lines run */                                \
-                const cs_float_tile ft = { lines_in(xt, xr, xb, nc, kn, dir, sizeof *xb),                  \
-                                           masked ? lines_in(mt, mr, mb, nc, kn, dir, 1) : NULL, yt, kn, kn, \
-                                           w->ix[2], dir, dir, dir, nc, kn,                                \
-                                           excl && k0 == 0 && !p->initial ? (first < nc ? first : nc) : 0, \
-                                           w->tile_dtype, p->op == CS_SCAN_PROD, excl, w->stream };        \
-                cs_cpu_float_tile(&ft, (double *)(void *)acc);                                             \
+                for (int64_t c = 0; c < nc; c += VIA_ROWS_W) {                                             \
+                    const int64_t cn = nc - c < VIA_ROWS_W ? nc - c : VIA_ROWS_W;                          \
+                    const void *xl = lines_in(xt + c * w->ix[0], xr, xb, cn, kn, dir, sizeof *xb);         \
+                    const unsigned char *ml = masked ? lines_in(mt + c * w->ix[1], mr, mb, cn, kn, dir, 1) : NULL; \
+                    /* the next buffer's rows of x: these lines' next steps, or the next lines' (not    \
+                     * where masked: those tiles are bound by their arithmetic, not by memory) */       \
+                    int64_t nk = k0, nl = c + VIA_ROWS_W;                                                  \
+                    if (nl >= nc) nk = k0 + tk, nl = 0;                                                    \
+                    const int64_t nkn = nk < w->len && !masked ? (w->len - nk < tk ? w->len - nk : tk) : 0; \
+                    const int64_t nln = nc - nl < VIA_ROWS_W ? nc - nl : VIA_ROWS_W;                       \
+                    /* the rows tile in parts, each after a share of those rows is asked for, so that    \
+                     * memory reads them while the tile computes and stores */                          \
+                    const int64_t pl = (cn + VIA_PARTS * 8 - 1) / (VIA_PARTS * 8) * 8;                     \
+                    for (int64_t l = 0, q = 0; l < cn; l += pl, q++) {                                     \
+                        const int64_t ln = cn - l < pl ? cn - l : pl;                                      \
+                        const int64_t r0 = nkn * q / VIA_PARTS, r1 = l + ln < cn ? nkn * (q + 1) / VIA_PARTS : nkn; \
+                        prefetch_steps(x + nl * w->ix[0], w->sx[0] * (int64_t)sizeof *x, nk, r0, r1, nln * (int64_t)sizeof *x); \
+                        const int64_t e = excl && k0 == 0 && !p->initial ? first - c - l : 0;              \
+                        const cs_float_tile ft = { (const IN_T *)xl + l * kn, ml ? ml + l * kn : NULL,     \
+                                                   yt + (c + l) * w->ix[2], kn, kn, w->ix[2], dir, dir, dir, ln, kn, \
+                                                   e < 0 ? 0 : e < ln ? e : ln, w->tile_dtype,             \
+                                                   p->op == CS_SCAN_PROD, excl, w->stream };               \
+                        cs_cpu_float_tile(&ft, (double *)(void *)(acc + c + l));                           \
+                    }                                                                                      \
+                }                                                                                          \
                 continue;                                                                                  \
             }                                                                                              \
             if (w->float_tiles) { /* in registers, where it can */                                         \
