@@ -319,26 +319,26 @@ static inline const void *lines_in(const void *src, int64_t step, void *buf, int
     return (const char *)buf + (kn - 1) * (int64_t)size;
 }
 
-/* The nrows rows after the nrows from `now`, so that each row's first lines are on their way before
- * it is walked (a row of a few KiB and the jump to the next defeat the hardware's stream detection).
- * Addresses as integers: the rows may lie past the tensor, where a prefetch is harmless. */
-static inline void prefetch_rows(const void *now, int64_t row_bytes, int64_t nrows, int64_t bytes, int write)
+/* Rows [r0, r1) of `bytes` bytes each from base, row_bytes apart, asked of the caches (L2 only:
+ * rows read after other work, not next). Addresses as integers: the rows may lie past the tensor,
+ * where a prefetch is harmless. */
+static inline void prefetch_span(const void *base, int64_t row_bytes, int64_t r0, int64_t r1, int64_t bytes, int write,
+                                 int l2_only)
 {
-    for (int64_t r = nrows; r < 2 * nrows; r++)
+    for (int64_t r = r0; r < r1; r++)
         for (int64_t b = 0; b < bytes; b += 64) {
-            const void *at = (const void *)((uintptr_t)now + (uintptr_t)(r * row_bytes + b));
-            if (write) __builtin_prefetch(at, 1);
+            const void *at = (const void *)((uintptr_t)base + (uintptr_t)(r * row_bytes + b));
+            if (l2_only) __builtin_prefetch(at, 0, 2);
+            else if (write) __builtin_prefetch(at, 1);
             else __builtin_prefetch(at, 0);
         }
 }
 
-/* Steps [r0, r1) after step k of a run of `bytes` bytes of lines next to each other, the steps
- * step_bytes apart, into L2 (integer addresses: the rows may lie past the tensor) */
-static inline void prefetch_steps(const void *line0, int64_t step_bytes, int64_t k, int64_t r0, int64_t r1, int64_t bytes)
+/* The nrows rows after the nrows from `now`, so that each row's first lines are on their way before
+ * it is walked (a row of a few KiB and the jump to the next defeat the hardware's stream detection) */
+static inline void prefetch_rows(const void *now, int64_t row_bytes, int64_t nrows, int64_t bytes, int write)
 {
-    for (int64_t r = r0; r < r1; r++)
-        for (int64_t b = 0; b < bytes; b += 64)
-            __builtin_prefetch((const void *)((uintptr_t)line0 + (uintptr_t)((k + r) * step_bytes + b)), 0, 2);
+    prefetch_span(now, row_bytes, nrows, 2 * nrows, bytes, write, 0);
 }
 
 /* A segment of a line: its first walked element (x, mask, out) and whether that starts the line. */
@@ -540,7 +540,7 @@ typedef struct segment {
                     for (int64_t l = 0, q = 0; l < cn; l += pl, q++) {                                     \
                         const int64_t ln = cn - l < pl ? cn - l : pl;                                      \
                         const int64_t r0 = nkn * q / VIA_PARTS, r1 = l + ln < cn ? nkn * (q + 1) / VIA_PARTS : nkn; \
-                        prefetch_steps(x + nl * w->ix[0], w->sx[0] * (int64_t)sizeof *x, nk, r0, r1, nln * (int64_t)sizeof *x); \
+                        prefetch_span(x + nl * w->ix[0], w->sx[0] * (int64_t)sizeof *x, nk + r0, nk + r1, nln * (int64_t)sizeof *x, 0, 1); \
                         const int64_t e = excl && k0 == 0 && !p->initial ? first - c - l : 0;              \
                         const cs_float_tile ft = { (const IN_T *)xl + l * kn, ml ? ml + l * kn : NULL,     \
                                                    yt + (c + l) * w->ix[2], kn, kn, w->ix[2], dir, dir, dir, ln, kn, \
