@@ -251,15 +251,23 @@ struct MaxMinOp {
     }
     __device__ __forceinline__ State empty() const { return identity(); }
     // Does the earlier element a beat the later b? Only strictly: ties (-0.0 and +0.0 included) go to
-    // the later one; a NaN beats every number, and a later NaN beats an earlier one.
+    // the later one; a NaN beats every number, and a later NaN beats an earlier one. (The tests are
+    // joined bitwise: short-circuit forms compile to branches around every join, which cost the
+    // flagged kernels more in latency than the tests themselves.)
     __device__ __forceinline__ bool beats(V a, V b) const
     {
         const auto x = order_key(a), y = order_key(b);
-        if constexpr (std::is_floating_point_v<decltype(x)>) return (min ? x < y : x > y) || (x != x && y == y);
-        else return min ? x < y : x > y;
+        const bool ahead = min ? x < y : x > y;
+        if constexpr (std::is_floating_point_v<decltype(x)>) return ahead | ((x != x) & (y == y));
+        else return ahead;
     }
     // b takes over unless it is nothing (index 0: the identity, a masked-out element) or a beats it
-    __device__ __forceinline__ State operator()(State a, State b) const { return b.i != 0 && !beats(a.v, b.v) ? b : a; }
+    __device__ __forceinline__ bool takes(const State &a, const State &b) const { return (b.i != 0) & !beats(a.v, b.v); }
+    __device__ __forceinline__ static State pick(bool second, const State &a, const State &b)
+    {
+        return State{ second ? b.v : a.v, second ? b.i : a.i };
+    }
+    __device__ __forceinline__ State operator()(State a, State b) const { return pick(takes(a, b), a, b); }
     // the element's own bits (bool as 0 / 1), so that -0.0 and NaN payloads come out as they went in
     template <typename E>
     __device__ __forceinline__ State lift(E e, int64_t index) const
@@ -279,7 +287,12 @@ struct SegOp {
     __host__ __device__ explicit SegOp(const OpArgs &o) : base(o) {}
     __device__ __forceinline__ State identity() const { return State{ 0, base.identity() }; }
     __device__ __forceinline__ State empty() const { return State{ 0, base.empty() }; }
-    __device__ __forceinline__ State operator()(State a, State b) const { return seg_combine(base, a, b); }
+    __device__ __forceinline__ State operator()(State a, State b) const
+    {
+        // cummax / cummin: one choice of b or a, member by member, with no branch around the test
+        if constexpr (Base::kIndexed) return State{ a.f | b.f, Base::pick(b.f | base.takes(a.v, b.v), a.v, b.v) };
+        else return seg_combine(base, a, b);
+    }
     // An element with its flags: a masked-out one is the op's empty state, and still starts its
     // segment when reset says so.
     template <typename E>

@@ -68,8 +68,17 @@ constexpr int kLineTileBytes = S::FLAGGED ? S::P::kLineBytesFlagged
                                                     : sizeof(typename S::InT) == 2 && sizeof(typename S::OutT) == 2
                                                         ? S::P::kHalfLineDivisor
                                                         : 1);
+// A warp's tile and the warp-lines kernel's launch bound, by the flagged op's state: cummax / cummin
+// (a value and a 64-bit index) want the registers of fewer blocks, segmented sums and products (a
+// number and a flag) more blocks of smaller tiles; logcumsumexp keeps the common values.
 template <class S>
-constexpr int kWarpLineBytes = S::P::kWarpLineBytesFlagged;
+constexpr bool kSegmentedArith = S::FLAGGED && !S::INDEXED && !kIsLse<typename S::Op>;
+template <class S>
+constexpr int kWarpLineBytes = kSegmentedArith<S> ? S::P::kWarpLineBytesSegmented : S::P::kWarpLineBytesFlagged;
+template <class S>
+constexpr int kWarpLinesBlocks = S::INDEXED ? S::P::kWarpLinesBlocksPerSmIndexed
+                                 : kSegmentedArith<S> ? S::P::kWarpLinesBlocksPerSmSegmented
+                                                      : S::P::kWarpLinesBlocksPerSm;
 
 struct RowsArgs {
     const void *x;
@@ -819,7 +828,10 @@ struct RowTileScan {
 
 // One tile per block, each tile whole lines (segmented) or the whole of one line (single).
 template <class S, int VEC, bool SEG>
-__global__ void __launch_bounds__(S::P::kRowWarps * kWarp, S::FLAGGED ? S::P::kRowTileBlocksPerSmFlagged : S::P::kRowBlocksPerSm)
+__global__ void __launch_bounds__(S::P::kRowWarps * kWarp,
+                                  S::INDEXED   ? S::P::kRowTileBlocksPerSmIndexed
+                                  : S::FLAGGED ? S::P::kRowTileBlocksPerSmFlagged
+                                               : S::P::kRowBlocksPerSm)
 scan_rows_kernel(const RowsArgs a)
 {
     if constexpr (policy_active<typename S::P>()) {
@@ -971,7 +983,8 @@ scan_lines_byte_input_kernel(const RowsArgs a)
 
 // The same for flagged scans, whose larger states get a bound of their own (blocks an SM).
 template <class S, int VEC>
-__global__ void __launch_bounds__(S::P::kRowWarps * kWarp, S::P::kRowBlocksPerSmFlagged)
+__global__ void __launch_bounds__(S::P::kRowWarps * kWarp,
+                                  S::INDEXED ? S::P::kRowBlocksPerSmIndexed : S::P::kRowBlocksPerSmFlagged)
 scan_lines_flagged_kernel(const RowsArgs a)
 {
     if constexpr (policy_active<typename S::P>()) scan_whole_lines<S, VEC>(a);
@@ -981,7 +994,7 @@ scan_lines_flagged_kernel(const RowsArgs a)
 // loading the next tile while it scans the current one. No barriers and no shared memory, so a
 // warp never waits for the others of its block; the order of the combines is the line pieces'.
 template <class S, int VEC>
-__global__ void __launch_bounds__(S::P::kRowWarps * kWarp, S::P::kWarpLinesBlocksPerSm)
+__global__ void __launch_bounds__(S::P::kRowWarps * kWarp, kWarpLinesBlocks<S>)
 scan_warp_lines_kernel(const RowsArgs a)
 {
     if constexpr (policy_active<typename S::P>()) {

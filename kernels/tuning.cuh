@@ -36,13 +36,18 @@ struct TuningSm80 {
     static constexpr int kPieceChunksFlagged = 8;
     static constexpr int kPieceKeepDivisorFlagged = 4; // ... the share of a piece held in registers (1/n)
     static constexpr int kRowBlocksPerSmFlagged = 2;   // launch bound of the whole-lines kernels
+    static constexpr int kRowBlocksPerSmIndexed = 3;   // ... of cummax / cummin
     static constexpr int kRowTileBlocksPerSmFlagged = 4;   // ... and of the one-tile kernels
+    static constexpr int kRowTileBlocksPerSmIndexed = 4;   // ... of cummax / cummin
     static constexpr int kWholeLinesMinLinesPerSm = 4; // a block walks whole lines above this
     static constexpr int kLineBlocksPerSmByteInput = 2; // ... its launch bound for 1-byte inputs into 8 bytes
     static constexpr int kWarpLinesMinLinesPerSm = 32; // flagged scans: a warp walks each line above this
     static constexpr int kWarpLinesMinLinesPerSmLse = 6;   // ... logcumsumexp (one exp an element there, two in a block's tiles)
     static constexpr int kWarpLineBytesFlagged = 64;   // ... holding two tiles of this many bytes a thread
     static constexpr int kWarpLinesBlocksPerSm = 3;    // ... launch bound
+    static constexpr int kWarpLinesBlocksPerSmIndexed = 2;   // ... cummax / cummin (value and index states)
+    static constexpr int kWarpLineBytesSegmented = 32;       // segmented sums and products: smaller tiles
+    static constexpr int kWarpLinesBlocksPerSmSegmented = 4; // ... at more blocks an SM
 
     // columns: units of (kColWarps / WC) x rows-per-warp rows by 32 * WC * CV columns
     static constexpr int kColWarps = 8;
