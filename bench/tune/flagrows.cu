@@ -1,7 +1,7 @@
-// bench/tune/flagrows.cu - float32 forward cummax / cummin (with indices) and segmented cumsum through
-// every family, in two forms side by side (TUNE_VARIANT=k), for profiling the flagged
-// row kernels (bench/NOTES.md, "cummax without branches around its joins"). Built and used as
-// bench/tune/lse.cu is:
+// bench/tune/flagrows.cu - float32 / float64 forward cummax / cummin (with indices) and segmented
+// cumsum through every family, in two forms side by side (TUNE_VARIANT=1: the library before), for
+// profiling the flagged kernels (bench/NOTES.md, "cummax joins without branches, warp lines by op").
+// Built and used as bench/tune/lse.cu is:
 //   bash bench/tune/build.sh flagrows; CUSCAN_LIB=bench/tune/libflagrows.so luajit bench/scan_once.lua ...
 #include <cstdlib>
 #include <cuda_runtime.h>
