@@ -93,16 +93,19 @@ CUH  = $(wildcard kernels/*.cuh)
 .PHONY: all announce test demo bench bench-plot repl readme install uninstall asan sanitize clean tools run-specs
 all: announce $(LIB) $(CDEF)
 
-# a first CUDA build's seconds for one architecture: the units' CPU time shared by the jobs, but no
-# less than the longest unit's (a pair's plain scans), as measured on a 2-core machine (README)
-BUILD_CPU_S = $(shell echo $$(( 170 * $(words $(CU_OBJS)) )))
-BUILD_EST_S = $(shell t=$$(( ( $(BUILD_CPU_S) + $(JOBS) - 1 ) / $(JOBS) )); echo $$(( t > 420 ? t : 420 )))
+# A first CUDA build's seconds: the units' CPU time shared by the jobs, but no less than the longest
+# unit's (a pair's plain scans), per architecture of CUDA_ARCH (cicc and ptxas) and for PTX (cicc
+# alone, about a third), as measured on a 2-core machine (README).
+BUILD_TARGETS = $(if $(strip $(CUDA_ARCH)),sm_$(subst $() ,$(comma) sm_,$(strip $(CUDA_ARCH)))$(if $(PTX_ARCH), + PTX $(PTX_ARCH)),PTX $(PTX_ARCH) alone)
+BUILD_CPU_S = $(shell echo $$(( ( 170 * $(words $(CUDA_ARCH)) + 62 * $(words $(PTX_ARCH)) ) * $(words $(CU_OBJS)) )))
+BUILD_MIN_S = $(shell echo $$(( 420 * $(words $(CUDA_ARCH)) + 130 * $(words $(PTX_ARCH)) )))
+BUILD_EST_S = $(shell t=$$(( ( $(BUILD_CPU_S) + $(JOBS) - 1 ) / $(JOBS) )); echo $$(( t > $(BUILD_MIN_S) ? t : $(BUILD_MIN_S) )))
 
 announce:
 ifeq ($(CUDA),1)
 	@if [ ! -f $(LIB) ] || [ -n "$$(find kernels src/dtypes.h -newer $(LIB) 2>/dev/null | head -1)" ]; then \
-	  echo "cuscan: building with CUDA kernels for sm_$(subst $() ,$(comma) sm_,$(CUDA_ARCH)) (+ PTX $(PTX_ARCH)) on $(JOBS) cores;" \
-	       "a first build takes about $$(( ( $(words $(CUDA_ARCH) $(PTX_ARCH)) * $(BUILD_EST_S) + 59 ) / 60 )) min here"; \
+	  echo "cuscan: building with CUDA kernels for $(BUILD_TARGETS) on $(JOBS) cores;" \
+	       "a first build takes about $$(( ( $(BUILD_EST_S) + 59 ) / 60 )) min here"; \
 	fi
 else
 	@echo "cuscan: building the CPU backend alone ($(if $(NVCC),CUDA=0 given,no nvcc found)); CUDA specs will be skipped"
