@@ -828,10 +828,7 @@ struct RowTileScan {
 
 // One tile per block, each tile whole lines (segmented) or the whole of one line (single).
 template <class S, int VEC, bool SEG>
-__global__ void __launch_bounds__(S::P::kRowWarps * kWarp,
-                                  S::INDEXED   ? S::P::kRowTileBlocksPerSmIndexed
-                                  : S::FLAGGED ? S::P::kRowTileBlocksPerSmFlagged
-                                               : S::P::kRowBlocksPerSm)
+__global__ void __launch_bounds__(S::P::kRowWarps * kWarp, S::FLAGGED ? S::P::kRowTileBlocksPerSmFlagged : S::P::kRowBlocksPerSm)
 scan_rows_kernel(const RowsArgs a)
 {
     if constexpr (policy_active<typename S::P>()) {

@@ -38,7 +38,6 @@ struct TuningSm80 {
     static constexpr int kRowBlocksPerSmFlagged = 2;   // launch bound of the whole-lines kernels
     static constexpr int kRowBlocksPerSmIndexed = 3;   // ... of cummax / cummin
     static constexpr int kRowTileBlocksPerSmFlagged = 4;   // ... and of the one-tile kernels
-    static constexpr int kRowTileBlocksPerSmIndexed = 4;   // ... of cummax / cummin
     static constexpr int kWholeLinesMinLinesPerSm = 4; // a block walks whole lines above this
     static constexpr int kLineBlocksPerSmByteInput = 2; // ... its launch bound for 1-byte inputs into 8 bytes
     static constexpr int kWarpLinesMinLinesPerSm = 32; // flagged scans: a warp walks each line above this
