@@ -133,6 +133,13 @@ describe(".csv and .txt errors", function()
     bad_text("f.csv", "1.5\n", { dtype = "int64" }, { "\"1.5\" is not an integer" })
   end)
 
+  it("a NUL byte anywhere is an error, not a line cut short", function()
+    bad_text("z1.csv", "\0" .. "1,2\n3,4\n", nil, { "line 1: a NUL byte" })
+    bad_text("z2.csv", "1,2\n\0\n", nil, { "line 2: a NUL byte" })
+    bad_text("z3.txt", "1 2\n3 4\0 junk\n", nil, { "line 2: a NUL byte" })
+    bad_text("z4.csv", "\0", nil, { "line 1: a NUL byte" })
+  end)
+
   it("bad arguments name the argument", function()
     local x = cs.zeros({ 2, 2 })
     H.raises(function() cs.save(dir .. "/x.csv", cs.zeros({ 2, 2, 2 })) end, { "save: x: .csv files hold 1-d and 2-d tensors, got 3 dims" })
@@ -141,6 +148,13 @@ describe(".csv and .txt errors", function()
     H.raises(function() cs.save(dir .. "/x.csv", x, { header = { "a", 2 } }) end, { "save: header[2]: expected a string" })
     H.raises(function() cs.save(dir .. "/x.csv", x, { header = "a\nb" }) end, { "save: header: expected one line" })
     H.raises(function() cs.save(dir .. "/x.csv", x, { delimiter = "" }) end, { "save: delimiter: expected a non-empty string" })
+    -- what could not be read back: a delimiter inside a number's text, a name holding the delimiter
+    for _, d in ipairs({ "1", "-", "+", ".", "e", "n", ";0" }) do
+      H.raises(function() cs.save(dir .. "/x.csv", x, { delimiter = d }) end, { "could be part of a number's text" })
+    end
+    H.raises(function() cs.save(dir .. "/x.csv", x, { header = { "a,b", "c" } }) end,
+             { "save: header[1]: \"a,b\" holds the delimiter \",\"" })
+    H.raises(function() cs.save(dir .. "/x.txt", x, { header = { "a", "b c" } }) end, { "save: header[2]:" })
     H.raises(function() cs.save(dir .. "/x.csv", x, { mmap = true }) end, { "save: opts: unknown option 'mmap'" })
     H.raises(function() cs.load(dir .. "/x.csv", { mmap = true }) end, { "load: mmap: this option does not apply to .csv files" })
     H.raises(function() cs.load(dir .. "/x.csv", { dtype = "complex64" }) end, { "load: dtype: expected a dtype" })

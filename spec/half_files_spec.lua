@@ -75,6 +75,46 @@ H.each_device("float16 and bfloat16 files", function(dev, it)
     assert.same({ 1, 2, 3 }, fix:totable())
   end)
 
+  for _, dtype in ipairs(HALVES) do
+    it(dtype .. ": .csv writes every value with the fewest digits that read back as it", function()
+      H.with_rng("half csv " .. dtype .. dev, function(rng)
+        local bits = {}
+        for _, b in ipairs(every_pattern(rng)) do
+          local v = H.half_value(b, dtype)
+          if v == v then bits[#bits + 1] = b end
+        end
+        local x = H.from_half_bits(bits, dtype, dev)
+        local path = dir .. "/all.csv"
+        cs.save(path, x)
+        assert.equal(H.bits(x), H.bits(cs.load(path, { dtype = dtype, device = dev })))
+        -- each text one digit shorter rounds (in the library's conversion) to another value
+        local texts, shorter, which = {}, {}, {}
+        for line in shell.slurp(path):gmatch("([^\n]*)\n") do texts[#texts + 1] = line end
+        assert.equal(#bits, #texts)
+        for i, t in ipairs(texts) do
+          local digits = #(t:gsub("e.*", ""):gsub("%D", ""):gsub("^0+", ""))
+          if digits > 1 then
+            shorter[#shorter + 1] = tonumber(string.format("%." .. (digits - 1) .. "g", tonumber(t)))
+            which[#shorter] = { bits[i], t }
+          end
+        end
+        local back = H.half_bits(cs.tensor(shorter, { dtype = dtype }))
+        for i, b in ipairs(back) do
+          if b == which[i][1] then
+            error(("%s: %s has a shorter text (%.17g) that reads back as it"):format(dtype, which[i][2], shorter[i]))
+          end
+        end
+        assert.is_true(#shorter > 1000)
+      end)
+    end)
+  end
+  it(".csv writes float16 and bfloat16 0.1 as 0.1", function()
+    for _, dtype in ipairs(HALVES) do
+      cs.save(dir .. "/p.csv", cs.tensor({ 0.1, -1e-3 }, { dtype = dtype, device = dev }))
+      assert.equal("0.1\n-0.001\n", shell.slurp(dir .. "/p.csv"))
+    end
+  end)
+
   it(".csv keeps the values, written with digits that read back as the same value", function()
     for _, dtype in ipairs(HALVES) do
       local x = cs.tensor({ { 1 / 3, -0.1, 0 / 0 }, { math.huge, 2 ^ -20, 1000.5 } }, { dtype = dtype, device = dev })

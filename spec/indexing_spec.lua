@@ -105,6 +105,22 @@ H.each_device("indexing", function(dev, it)
     assert.same({ -2147483648, 2, 2147483646 }, x:totable())
   end)
 
+  it("x[i] = v into an expanded view is an error, and changes nothing", function()
+    local base = cs.tensor({ { 1, 2 } }, { device = dev })
+    local e = base:expand(3, 2)
+    raises(function() e[1] = 0 end, { "x[i] = v: x: cannot write into an expanded view (dim 1 of size 3 has stride 0" })
+    raises(function() e[2] = cs.tensor({ 7, 8 }, { device = dev }) end, { "cannot write into an expanded view" })
+    local one = cs.tensor({ 4 }, { device = dev })
+    raises(function() one:expand(3)[2] = 5 end, { "cannot write into an expanded view" })
+    assert.same({ { 1, 2 } }, base:totable())
+    assert.same({ 4 }, one:totable())
+    -- a view that repeats nothing (size-1 dims of stride 0) takes writes
+    local single = one:expand(1)
+    single[1] = 6
+    assert.same({ 6 }, one:totable())
+    raises(function() local _ = cs.zeros({ 3 }, { device = dev }):select(1, 2 ^ 63) end, { "select: index: 9223372036854775808 is out of range" })
+  end)
+
   it("indices out of range, fractional or 0 are errors naming the expression", function()
     local x = cs.zeros({ 2, 3 }, { device = dev })
     raises(function() local _ = x[3] end, { "x[i]: i: 3 is out of range for dim 1 of size 2 (expected 1..2 or -2..-1)" })

@@ -183,6 +183,25 @@ H.each_device("comparisons and logical ops", function(dev, it)
     end)
   end)
 
+  it("compare a float tensor with a number taken in the tensor's dtype, as PyTorch and NumPy do", function()
+    for _, dt in ipairs({ "float32", "float16", "bfloat16", "float64" }) do
+      local x = T({ 0.1, 1 / 3, -2.7, 1e-30 }, dt)
+      for i, v in ipairs({ 0.1, 1 / 3, -2.7, 1e-30 }) do
+        local mine = { false, false, false, false }
+        mine[i] = true
+        assert.tensor_equal(mine, x:eq(v))
+        assert.equal(false, x:ne(v):totable()[i])
+        assert.equal(false, x:gt(v):totable()[i])
+        assert.equal(true, x:le(v):totable()[i])
+      end
+    end
+    -- a number between two float32 values is rounded first, to the nearer one
+    local x = T({ 1 }, "float32")
+    assert.tensor_equal({ true }, x:eq(1 + 2 ^ -30))
+    assert.tensor_equal({ false }, x:eq(1 + 2 ^ -20))
+    assert.tensor_equal({ true }, T({ 65504 }, "float16"):lt(1e6))
+  end)
+
   it("compare an integer tensor with a fractional number exactly", function()
     local x = T({ 1, 2, 3 }, "int64")
     assert.tensor_equal({ false, true, true }, x:gt(1.5))

@@ -370,6 +370,7 @@ H.each_device("cs.where", function(dev, it)
     H.raises(function() cs.where(x, x, x) end, { "where: mask: expected a bool tensor, got float32" })
     H.raises(function() cs.where(nil, x, x) end, { "where: mask: expected a tensor, got nil" })
     H.raises(function() cs.where(x:gt(1), "a", x) end, { "where: a: expected a tensor, a number or a boolean" })
+    H.raises(function() cs.where(x:gt(1), x:to("int32"), 2 ^ 40) end, { "where: b: 1099511627776 is out of range for int32" })
     H.raises(function() cs.where(x:gt(1), x, cs.zeros({ 2 }, { device = dev })) end, { "where: shapes 3 and 2 cannot be broadcast" })
     if dev == "cuda" then
       H.raises(function() cs.where(x:gt(1), x, cs.zeros({ 3 }, { device = "cpu" })) end, { "where: b: expected a tensor on mask's device (" .. H.printed_device(dev) .. "), got one on cpu" })

@@ -363,7 +363,8 @@ cs_status cs_unary(cs_tensor *out, const cs_tensor *x, cs_unary_op op);
 cs_status cs_binary(cs_tensor *out, const cs_tensor *a, const cs_tensor *b, cs_binary_op op);
 
 /* out = op(a, s) or, with scalar_first, op(s, a). Where the op computes in an integer dtype, s must
- * fit in it (CS_ERR_ARGUMENT otherwise). */
+ * fit in it (CS_ERR_ARGUMENT otherwise). A comparison with a float32, float16 or bfloat16 a takes s
+ * rounded to a's dtype (as PyTorch and NumPy do: float32 0.1 equals 0.1). */
 cs_status cs_binary_scalar(cs_tensor *out, const cs_tensor *a, double s, cs_binary_op op, int scalar_first);
 
 /* out = a where mask is true, b where it is false: mask (bool), a and b of out's shape (broadcast by

@@ -2,6 +2,7 @@
  * comparisons: argument checks, plans, backend dispatch. */
 #include <math.h>
 #include <string.h>
+#include "half.h"
 #include "internal.h"
 
 static cs_status ew_plan(cs_elementwise_plan *p, int nin, cs_tensor *out, const cs_tensor *a, const cs_tensor *b)
@@ -298,6 +299,18 @@ static cs_dtype wider(cs_dtype a, cs_dtype b)
 
 static int is_predicate(cs_binary_op op) { return op >= CS_LT && op <= CS_LOGICAL_OR; }
 
+/* s as an element of a float dtype (a comparison takes the number in the tensor's own dtype, as
+ * PyTorch and NumPy do: a float32 x:eq(0.1) holds where x holds float32's 0.1) */
+static double as_element(double s, cs_dtype dtype)
+{
+    switch (dtype) {
+    case CS_FLOAT32: return (double)(float)s;
+    case CS_FLOAT16: return cs_float16_to_double(cs_float16_from_double(s));
+    case CS_BFLOAT16: return cs_bfloat16_to_double(cs_bfloat16_from_double(s));
+    default: return s;
+    }
+}
+
 cs_status cs_binary(cs_tensor *out, const cs_tensor *a, const cs_tensor *b, cs_binary_op op)
 {
     cs_status st = cs_check_usable(out, "out");
@@ -327,6 +340,7 @@ cs_status cs_binary_scalar(cs_tensor *out, const cs_tensor *a, double s, cs_bina
     ew_plan(&p, 1, out, a, NULL);
     p.op = op;
     p.has_scalar = 1;
+    if (op >= CS_LT && op <= CS_NE) s = as_element(s, a->dtype);
     p.scalar = s;
     p.scalar_first = scalar_first;
     /* an integer comparison only for a scalar that is exactly an int64 (the test itself must not

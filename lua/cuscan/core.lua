@@ -425,9 +425,9 @@ function core.norm_dim(d, ndim, fname, argname)
   if d >= 1 and d <= ndim then return d - 1 end
   if d < 0 and d >= -ndim then return ndim + d end
   if ndim == 0 then
-    raise(format("%s: %s: %d is out of range for a tensor of 0 dims", fname, argname, d))
+    raise(format("%s: %s: %.0f is out of range for a tensor of 0 dims", fname, argname, d))
   end
-  raise(format("%s: %s: %d is out of range for a tensor of %d dim%s (expected 1..%d or -%d..-1%s)",
+  raise(format("%s: %s: %.0f is out of range for a tensor of %d dim%s (expected 1..%d or -%d..-1%s)",
                fname, argname, d, ndim, ndim == 1 and "" or "s", ndim, ndim,
                d == 0 and "; dims are 1-based" or ""))
 end

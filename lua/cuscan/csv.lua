@@ -130,30 +130,59 @@ end
 ---------------------------------------------------------------------------------------------------
 local f32box = ffi.new("float[1]")
 
--- The shortest text that reads back as the double v.
-local function float64_text(v)
-  for digits = 15, 16 do
+-- The shortest text of `from` to `to` significant digits that reads back as v: same(number) says
+-- whether a number read back is v (after the dtype's rounding). The nearest text of a length is
+-- tried first, then its neighbours in the last digit: at a power of two the numbers that round to v
+-- reach twice as far above it as below, so a neighbour may read back where the nearest does not.
+local function shortest(v, same, from, to)
+  for digits = from, to do
     local s = format("%." .. digits .. "g", v)
-    if tonumber(s) == v then return s end
+    if same(tonumber(s)) then return s end
+    local m, e = format("%." .. (digits - 1) .. "e", v):match("^(-?[%d.]+)(e[-+]%d+)$")
+    local step = 10 ^ -(digits - 1)
+    for _, d in ipairs({ step, -step }) do
+      local t = format("%." .. digits .. "g", tonumber(format("%." .. (digits - 1) .. "f", tonumber(m) + d) .. e))
+      if same(tonumber(t)) then return t end
+    end
   end
-  return format("%.17g", v)
+  return format("%." .. to .. "g", v)
 end
 
--- The shortest text that reads back (rounded to float32) as the float32 value v.
-local function float32_text(v)
-  for digits = 6, 8 do
-    local s = format("%." .. digits .. "g", v)
-    f32box[0] = tonumber(s)
-    if f32box[0] == v then return s end
-  end
-  return format("%.9g", v)
+local function float64_text(v)
+  return shortest(v, function(r) return r == v end, 15, 17)
 end
+
+local function float32_text(v)
+  return shortest(v, function(r) f32box[0] = r return f32box[0] == v end, 6, 9)
+end
+
+-- v rounded to nearest (ties to even) in a binary format of mbits fraction bits whose smallest
+-- normal exponent is emin and largest finite value max: what loading a float16 / bfloat16 file
+-- does to the double it parses.
+local function round_to(v, emin, mbits, max)
+  if v ~= v or v == 0 or v == math.huge or v == -math.huge then return v end
+  local a = math.abs(v)
+  local _, e = math.frexp(a)                      -- a in [2^(e-1), 2^e)
+  local ulp = 2 ^ (math.max(e - 1, emin) - mbits)  -- (denormals: the smallest normal's ulp)
+  local x = a / ulp
+  local q = math.floor(x)
+  if x - q > 0.5 or (x - q == 0.5 and q % 2 == 1) then q = q + 1 end
+  local r = q * ulp
+  if r > max then r = math.huge end
+  return v < 0 and -r or r
+end
+local HALF = {
+  [core.F16] = function(v) return round_to(v, -14, 10, 65504) end,
+  [core.BF16] = function(v) return round_to(v, -126, 7, 3.3895313892515355e38) end,
+}
 
 local function number_text(v, dtype)
   if v ~= v then return "nan" end
   if v == math.huge then return "inf" end
   if v == -math.huge then return "-inf" end
   if dtype == F64 then return float64_text(v) end
+  local round = HALF[dtype]
+  if round then return shortest(v, function(r) return round(r) == v end, 1, 9) end
   return float32_text(v)
 end
 

@@ -133,12 +133,18 @@ function files.load(path, opts, default_device)
       return npy.read(f, h, bad)
     end
     if delim == nil and fmt == "csv" then delim = "," end
-    local first = true
+    local text, e = f:read("*a")
+    if text == nil then bad("cannot read: %s", reason(e)) end
+    text = text:gsub("^\239\187\191", "")  -- a UTF-8 byte order mark
+    -- (a NUL byte would end a line early in Lua's line reader: the file is not text)
+    local nul = text:find("\0", 1, true)
+    if nul then bad("line %d: a NUL byte: not a text file", select(2, text:sub(1, nul):gsub("\n", "")) + 1) end
+    local pos = 1
     local function next_line()
-      local line, e = f:read("*l")
-      if line == nil and e then bad("cannot read: %s", reason(e)) end
-      if first and line then line = line:gsub("^\239\187\191", "") end  -- a UTF-8 byte order mark
-      first = false
+      if pos > #text then return nil end
+      local stop = text:find("\n", pos, true) or #text + 1
+      local line = text:sub(pos, stop - 1)
+      pos = stop + 1
       return line
     end
     return csv.read(next_line, dtype, { header = header, delimiter = delim }, bad)
@@ -173,6 +179,10 @@ function files.save(path, x, opts)
   local bad = problem_thrower("save", path)
   local nd = core.ndim_of(xh)
   local delim = check_delimiter(opts.delimiter, "save") or (fmt == "csv" and "," or " ")
+  -- what save writes must read back: no delimiter that a number's text may hold (1e-05, nan, inf)
+  if delim:find("[%w%.%+%-]") then
+    raise(format("save: delimiter: %q could be part of a number's text (digits, letters, '.', '+', '-')", delim))
+  end
   local header = opts.header
   if fmt ~= "npy" then
     if nd ~= 1 and nd ~= 2 then
@@ -187,6 +197,10 @@ function files.save(path, x, opts)
         for i = 1, #header do
           if type(header[i]) ~= "string" then
             raise(format("save: header[%d]: expected a string, got %s", i, describe(header[i])))
+          end
+          if header[i]:find(delim, 1, true) then
+            raise(format("save: header[%d]: %q holds the delimiter %q, so it would read back as two names", i,
+                         header[i], delim))
           end
         end
         header = table.concat(header, delim)

@@ -144,14 +144,20 @@ local function read_header(text, bad)
     if type(d) ~= "table" or d.kind ~= "int" then bad("malformed header: shape[%d] is not an integer", i) end
     local n = tonumber(d.text)
     if n < 0 then bad("malformed header: shape[%d] is negative (%s)", i, d.text) end
-    if #d.text > 18 or n >= 2 ^ 53 then bad("shape (%s) overflows: size %s is too large", text:match("'shape':%s*(%b())") or "", d.text) end
+    if #d.text > 18 or n >= 2 ^ 53 then
+      bad("shape (%s) overflows: size %s is too large", (text:match("'shape':%s*%((.-)%)") or ""), d.text)
+    end
     dims[i] = n
   end
   if #dims > core.MAX_DIMS then bad("%d dims: at most %d are supported", #dims, core.MAX_DIMS) end
-  local numel = 1
-  for _, n in ipairs(dims) do numel = numel * n end
-  if numel * size >= 2 ^ 62 and numel > 0 then
-    bad("shape (%s) overflows: %.0f elements of %d bytes", table.concat(dims, ", "), numel, size)
+  -- (the sizes other than 0 count too: a tensor of 0 elements still has to hold its shape)
+  local numel, spanned = 1, 1
+  for _, n in ipairs(dims) do
+    numel = numel * n
+    if n > 0 then spanned = spanned * n end
+  end
+  if spanned * size >= 2 ^ 62 then
+    bad("shape (%s) overflows: its sizes multiply to %.0f elements of %d bytes", table.concat(dims, ", "), spanned, size)
   end
   local swap = size > 1 and ((order == ">" and LITTLE) or (order == "<" and not LITTLE))
   return { dtype = dtype, size = size, swap = swap, fortran = fortran, shape = dims, numel = numel,

@@ -133,7 +133,7 @@ local function prepare(op, x, dim, opts, fname, explain)
   local xh = check_tensor(x, fname, "x")
   local nd = core.ndim_of(xh)
   if nd == 0 and dim ~= 1 and dim ~= -1 and core.is_int(dim) then
-    raise(format("%s: dim: %d is out of range for a 0-d tensor (expected 1 or -1)", fname, dim))
+    raise(format("%s: dim: %.0f is out of range for a 0-d tensor (expected 1 or -1)", fname, dim))
   end
   local a = { xh = xh, nd = nd, cdim = core.norm_dim(dim, nd == 0 and 1 or nd, fname), flags = 0 }
   local dtype = core.dtype_of(xh)

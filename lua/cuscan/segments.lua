@@ -59,7 +59,7 @@ function S.segment_ids_to_reset(ids, dim, opts)
   S.check_ids(idsh, fname, "ids")
   local nd = core.ndim_of(idsh)
   if nd == 0 and dim ~= 1 and dim ~= -1 and core.is_int(dim) then
-    raise(format("%s: dim: %d is out of range for a 0-d tensor (expected 1 or -1)", fname, dim))
+    raise(format("%s: dim: %.0f is out of range for a 0-d tensor (expected 1 or -1)", fname, dim))
   end
   local d = core.norm_dim(dim, nd == 0 and 1 or nd, fname)
   local reverse = false

@@ -33,7 +33,7 @@ local function index_view(x, i, fname)
   if not core.is_int(i) then raise(format("%s: i: expected an integer index, got %s", fname, describe(i))) end
   local size = tonumber(C.cs_tensor_size(xh, 0))
   if i == 0 or i > size or i < -size then
-    raise(format("%s: i: %d is out of range for dim 1 of size %d (expected 1..%d or -%d..-1%s)", fname, i, size,
+    raise(format("%s: i: %.0f is out of range for dim 1 of size %d (expected 1..%d or -%d..-1%s)", fname, i, size,
                  size, size, i == 0 and "; indices are 1-based" or ""))
   end
   return M.select(x, 1, i), nd
@@ -47,6 +47,16 @@ end
 
 local function set_index(x, i, v)
   local fname = "x[i] = v"
+  -- x[i] of an expanded x may itself be free of stride 0 (one element of a repeated row), yet it
+  -- shares memory with the rest of x: a write through x is refused as a write into x would be
+  local xh = check_tensor(x, fname, "x")
+  local shape, strides = core.shape_of(xh), core.strides_of(xh)
+  for d = 1, #shape do
+    if shape[d] > 1 and strides[d] == 0 then
+      raise(format("%s: x: cannot write into an expanded view (dim %d of size %d has stride 0, so its elements "
+                   .. "share memory); write into a copy (clone()) instead", fname, d, shape[d]))
+    end
+  end
   local view = index_view(x, i, fname)
   local vh = check_tensor(view, fname, "x")
   if core.is_tensor(v) then

@@ -183,7 +183,8 @@ function verbs.where(mask, a, b)
   for i = 1, 2 do
     if not dts[i] then
       local t = core.empty({}, odt, dev, "where")
-      operands[i] = M.fill(t, operands[i])
+      ops.fill_handle(check_tensor(t, "where", names[i]), operands[i], "where", names[i])
+      operands[i] = t
     end
   end
   local ah, bh = check_tensor(operands[1], "where", "a"), check_tensor(operands[2], "where", "b")

@@ -87,10 +87,10 @@ function M.narrow(x, d, start, length)
   local s = start
   if s < 0 then s = size + s + 1 end
   if s < 1 or s > size + 1 then
-    raise(format("narrow: start: %d is out of range for dim %d of size %d (expected 1..%d)", start, k + 1, size, size))
+    raise(format("narrow: start: %.0f is out of range for dim %d of size %d (expected 1..%d)", start, k + 1, size, size))
   end
   if s + length - 1 > size then
-    raise(format("narrow: length: %d elements from %d run past the end of dim %d (size %d)", length, s, k + 1, size))
+    raise(format("narrow: length: %.0f elements from %d run past the end of dim %d (size %d)", length, s, k + 1, size))
   end
   load_layout(xh)
   SH[k] = length
@@ -108,7 +108,7 @@ function M.select(x, d, i)
   if not is_int(i) then raise(format("select: index: expected an integer, got %s", describe(i))) end
   local j = i < 0 and size + i + 1 or i
   if j < 1 or j > size then
-    raise(format("select: index: %d is out of range for dim %d of size %d", i, k + 1, size))
+    raise(format("select: index: %.0f is out of range for dim %d of size %d", i, k + 1, size))
   end
   local offset = C.cs_tensor_offset(xh) + (j - 1) * C.cs_tensor_stride(xh, k)
   local n = 0
