@@ -409,8 +409,9 @@ local ENTRIES = {
     [[Element-wise smaller of x and y, broadcasting; NaN propagates.]],
     [[As for x:add.]] },
   { "Element-wise", { "x:lt" }, "x:lt(v)",
-    [[A bool tensor, true where x < v (v a number or a tensor, broadcasting). cs.rand(shape):lt(0.5)
-      is a random mask.]],
+    [[A bool tensor, true where x < v (v a number or a tensor, broadcasting). A number is taken in
+      x's dtype when x is float32, float16 or bfloat16 (as PyTorch and NumPy do: a float32 tensor
+      holding 0.1 equals 0.1). cs.rand(shape):lt(0.5) is a random mask.]],
     [[Shapes that do not broadcast; tensors on different devices.]] },
   { "Element-wise", { "x:le" }, "x:le(v)", [[A bool tensor, true where x <= v.]], [[As for x:lt.]] },
   { "Element-wise", { "x:gt" }, "x:gt(v)", [[A bool tensor, true where x > v.]], [[As for x:lt.]] },
@@ -469,8 +470,9 @@ local ENTRIES = {
       names, goes first. The file is written under a temporary name beside path and renamed over
       path when complete, so a failed save leaves no partial file under path.]],
     [[path without a known extension and no format; an option the format does not take; .csv or
-      .txt of a tensor that is not 1-d or 2-d; a header of the wrong length; the file cannot be
-      written (the message names path and the reason).]] },
+      .txt of a tensor that is not 1-d or 2-d; a header of the wrong length, or a name holding the
+      delimiter; a delimiter that a number's text may hold (digits, letters, ".", "+", "-"); the
+      file cannot be written (the message names path and the reason).]] },
   { "Files", { "cs.load" }, "cs.load(path[, opts])",
     [[The tensor in the file at path, the format from its extension or opts.format; opts.device
       places it (the default device unless named). .npy: format versions 1.0, 2.0 and 3.0; <f4,
