@@ -119,6 +119,13 @@ H.each_device("printing values exactly", function(dev, it)
     cs.set_printoptions({ precision = 2 })
     assert.equal("[0.30, 0.33]", lines(tostring(f64))[1])
     assert.equal("[0.50, 0.33]", lines(tostring(f32))[1])
+    -- values exactly halfway round to even, as C's printf, NumPy and PyTorch round them
+    cs.set_printoptions({ precision = 0 })
+    assert.equal("[ 0,  2,  2, -2,  3, -0]", lines(tostring(cs.tensor({ 0.5, 1.5, 2.5, -2.5, 3.25, -0.5 }, { device = dev })))[1])
+    cs.set_printoptions({ precision = 1 })
+    assert.equal("[ 0.2,  0.1, -0.8,  0.4]", lines(tostring(cs.tensor({ 0.25, 0.125, -0.75, 0.375 }, { device = dev })))[1])
+    cs.set_printoptions({ precision = 1, sci_mode = true })
+    assert.equal("[2.5e-01, 1.2e+10, 9.8e+00]", lines(tostring(cs.tensor({ 0.25, 1.25e10, 9.75 }, { dtype = "float64", device = dev })))[1])
     cs.set_printoptions({ precision = 6, sci_mode = true })
     assert.equal("[5.000000e-01, 3.333333e-01]", lines(tostring(f32))[1])
     cs.set_printoptions({ precision = 6 })   -- sci_mode not named: automatic again

@@ -86,6 +86,19 @@ local function float_digits(vals, dtype, sci)
   return most
 end
 
+-- v with `digits` digits after the point in fixed (%f) or scientific (%e) notation, a value exactly
+-- halfway rounded to even as C's printf, NumPy and PyTorch round it (LuaJIT's formatter rounds it
+-- away from zero). A halfway double has few digits: 60 more than asked show all of them.
+local function float_text(v, digits, sci)
+  local conv = sci and "e" or "f"
+  local s = format("%." .. digits .. conv, v)
+  local sign, int, frac, exp = format("%." .. (digits + 60) .. conv, v):match("^(-?)(%d+)%.(%d*)(.*)$")
+  if frac and frac:sub(digits + 1):match("^50*$") and tonumber((int .. frac:sub(1, digits)):sub(-1)) % 2 == 0 then
+    s = sign .. int .. (digits > 0 and "." .. frac:sub(1, digits) or "") .. exp
+  end
+  return s
+end
+
 -- The corner tensor of the tensor x (its first and last `edge` entries along each long dim) on
 -- the host, and which dims were cut.
 local function corners(x, summarise)
@@ -150,16 +163,16 @@ local function value_strings(t)
       sci = not (integral and maxa < 1e8) and
             (maxa >= 1e8 or (mina ~= huge and (mina < 1e-4 or maxa / mina >= 1e3 and maxa >= 1e3)))
     end
-    local style
+    local style, digits
     if not finite then style = nil
     elseif integral and not sci then style = "int"
-    else style = (sci and "%%.%de" or "%%.%df"):format(float_digits(vals, dtype, sci)) end
+    else style, digits = "float", float_digits(vals, dtype, sci) end
     for i, v in ipairs(vals) do
       if v ~= v then out[i] = "nan"
       elseif v == huge then out[i] = "inf"
       elseif v == -huge then out[i] = "-inf"
       elseif style == "int" then out[i] = format("%.0f.", v)
-      else out[i] = format(style, v) end
+      else out[i] = float_text(v, digits, sci) end
       if style == "int" and v == 0 and 1 / v < 0 then out[i] = "-0." end
     end
   else
