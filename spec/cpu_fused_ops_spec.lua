@@ -1,6 +1,7 @@
 -- The CPU's one-loop element-wise paths (src/cpu/ops.c). Comparisons of float tensors: float32
--- compares in float32, eight a vector; against a number, with the float next to it that keeps
--- every answer (f32_threshold), the number first through the mirrored op. float32 <-> float64
+-- compares in float32, eight a vector; against a number (taken as a float32 first, as PyTorch and
+-- NumPy take it), with the float next to it that keeps every answer (f32_threshold), the number
+-- first through the mirrored op. float32 <-> float64
 -- copies (x:to, y:copy(x)): one conversion loop. Every element is checked against plain Lua in
 -- double precision reading the tensors' memory (bit for bit: NaN as NaN, -0.0 as -0.0): numbers
 -- between floats, beyond float32's range, subnormal, signed zeros, infinities and NaN, inputs at
@@ -125,10 +126,11 @@ describe("comparisons of float tensors on the CPU", function()
         local dtype, n = c[1], c[2]
         local x = tensor(rng, n, dtype)
         for _, sc in ipairs(product({ NUMBERS, NAMES })) do
-          local s, name = sc[1], sc[2]
-          local cmp, what = CMP[name], ("%s %s %s, %d"):format(dtype, name, tostring(s), n)
-          check_all(x[name](x, s), function(a) return cmp(a, s) end, reader(x), nil, what)
-          check_all(with_number(x, s, name, true), function(a) return cmp(s, a) end, reader(x), nil, what .. " first")
+          local name = sc[2]
+          local s = dtype == "float32" and H.f32(sc[1]) or sc[1]   -- the number in x's dtype
+          local cmp, what = CMP[name], ("%s %s %s, %d"):format(dtype, name, tostring(sc[1]), n)
+          check_all(x[name](x, sc[1]), function(a) return cmp(a, s) end, reader(x), nil, what)
+          check_all(with_number(x, sc[1], name, true), function(a) return cmp(s, a) end, reader(x), nil, what .. " first")
         end
       end
     end)
@@ -146,7 +148,8 @@ describe("comparisons of float tensors on the CPU", function()
           local what = ("%s %s %s, %d"):format(dtype, how, name, n)
           check_all(x[name](x, b), CMP[name], reader(x), reader(b), what .. " (equal)")
           check_all(x[name](x, other), CMP[name], reader(x), reader(other), what)
-          check_all(x[name](x, 0.1), function(a) return CMP[name](a, 0.1) end, reader(x), nil, what .. " 0.1")
+          local s = dtype == "float32" and H.f32(0.1) or 0.1
+          check_all(x[name](x, 0.1), function(a) return CMP[name](a, s) end, reader(x), nil, what .. " 0.1")
         end
       end
     end)
