@@ -238,10 +238,13 @@ __device__ __forceinline__ auto order_key(V v)
     else return v;
 }
 
-template <typename V>
+// SHORT_CIRCUIT: the join as a branch around the tests, b or a taken whole. The tests joined bitwise
+// (the default) suit kernels whose joins wait on one another; the short-circuit form suits the
+// one-tile segmented rows, whose threads fold independent lines and whose joins mostly keep a.
+template <typename V, bool SHORT_CIRCUIT = false>
 struct MaxMinOp {
     using State = ArgState<V>;
-    static constexpr bool kIndexed = true;
+    static constexpr bool kIndexed = true, kShortCircuit = SHORT_CIRCUIT;
     int min = 0;
     MaxMinOp() = default;
     __host__ __device__ explicit MaxMinOp(const OpArgs &o) : min(o.min) {}
@@ -258,14 +261,20 @@ struct MaxMinOp {
     {
         const auto x = order_key(a), y = order_key(b);
         const bool ahead = min ? x < y : x > y;
-        if constexpr (std::is_floating_point_v<decltype(x)>) return ahead | ((x != x) & (y == y));
-        else return ahead;
+        if constexpr (!std::is_floating_point_v<decltype(x)>) return ahead;
+        else if constexpr (SHORT_CIRCUIT) return ahead || (x != x && y == y);
+        else return ahead | ((x != x) & (y == y));
     }
     // b takes over unless it is nothing (index 0: the identity, a masked-out element) or a beats it
-    __device__ __forceinline__ bool takes(const State &a, const State &b) const { return (b.i != 0) & !beats(a.v, b.v); }
+    __device__ __forceinline__ bool takes(const State &a, const State &b) const
+    {
+        if constexpr (SHORT_CIRCUIT) return b.i != 0 && !beats(a.v, b.v);
+        else return (b.i != 0) & !beats(a.v, b.v);
+    }
     __device__ __forceinline__ static State pick(bool second, const State &a, const State &b)
     {
-        return State{ second ? b.v : a.v, second ? b.i : a.i };
+        if constexpr (SHORT_CIRCUIT) return second ? b : a;
+        else return State{ second ? b.v : a.v, second ? b.i : a.i };
     }
     __device__ __forceinline__ State operator()(State a, State b) const { return pick(takes(a, b), a, b); }
     // the element's own bits (bool as 0 / 1), so that -0.0 and NaN payloads come out as they went in
@@ -290,8 +299,13 @@ struct SegOp {
     __device__ __forceinline__ State operator()(State a, State b) const
     {
         // cummax / cummin: one choice of b or a, member by member, with no branch around the test
-        if constexpr (Base::kIndexed) return State{ a.f | b.f, Base::pick(b.f | base.takes(a.v, b.v), a.v, b.v) };
-        else return seg_combine(base, a, b);
+        if constexpr (Base::kIndexed) {
+            if constexpr (!Base::kShortCircuit)
+                return State{ a.f | b.f, Base::pick(b.f | base.takes(a.v, b.v), a.v, b.v) };
+            else return seg_combine(base, a, b);
+        } else {
+            return seg_combine(base, a, b);
+        }
     }
     // An element with its flags: a masked-out one is the op's empty state, and still starts its
     // segment when reset says so.
@@ -301,6 +315,12 @@ struct SegOp {
         return State{ reset ? 1 : 0, keep ? base.lift(e, index) : base.empty() };
     }
 };
+
+// The same flagged op with cummax / cummin's join in the short-circuit form (same states).
+template <class Op>
+struct ShortCircuitJoin { using type = Op; };
+template <typename V>
+struct ShortCircuitJoin<SegOp<MaxMinOp<V>>> { using type = SegOp<MaxMinOp<V, true>>; };
 
 // Whether a flagged kernel's op is logcumsumexp's (its plain-sum paths; its kernels are bound by
 // arithmetic, not by memory).

@@ -184,7 +184,9 @@ struct RowTileScan {
     using InT = typename S::InT;
     using AccT = typename S::AccT;
     using OutT = typename S::OutT;
-    using Op = typename S::Op;
+    // segmented tiles fold many short lines, each thread its own: cummax joins there in the
+    // short-circuit form (scan_ops.cuh)
+    using Op = std::conditional_t<SEG, typename ShortCircuitJoin<typename S::Op>::type, typename S::Op>;
     using Tile = RowTile<S, VEC, BYTES, WARP_TILES>;
     static constexpr int K = Tile::K;
     static constexpr int WARPS = S::P::kRowWarps;
@@ -343,9 +345,10 @@ struct RowTileScan {
     __device__ __forceinline__ static int64_t index_of(const RowsArgs &a, const RowSpan &sp, int k, int j)
     {
         const int lane = threadIdx.x & 31, warp = tile_warp();
-        const int e = warp * Tile::WARP_SPAN + k * 32 * VEC + lane * VEC + j;
+        const int e0 = warp * Tile::WARP_SPAN + k * 32 * VEC + lane * VEC, e = e0 + j;
         if constexpr (SEG) {
-            const int r = e % (int)a.len;
+            // lines are whole multiples of VEC here: one remainder serves the vector
+            const int r = e0 % (int)a.len + j;
             return REVERSE ? a.len - r : r + 1;
         } else {
             const int64_t lp = sp.piece * Tile::SIZE + e;

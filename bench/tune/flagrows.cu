@@ -8,33 +8,12 @@
 #include "scan_launch.cuh"
 using namespace cuscan;
 
-// The join of the library before: short-circuit tests, b or a chosen as a whole.
+// The join of the library before: short-circuit tests, b or a chosen as a whole (the product's
+// one-tile segmented rows still join this way).
 template <typename V>
-struct MaxMinOpBranchy : MaxMinOp<V> {
-    using State = typename MaxMinOp<V>::State;
-    using MaxMinOp<V>::MaxMinOp;
-    __device__ __forceinline__ bool beats(V x, V y) const { return (this->min ? x < y : x > y) || (x != x && y == y); }
-    __device__ __forceinline__ State operator()(State a, State b) const { return b.i != 0 && !beats(a.v, b.v) ? b : a; }
-};
-namespace cuscan {
+using MaxMinOpBranchy = MaxMinOp<V, true>;
 template <typename V>
-struct SegOp<MaxMinOpBranchy<V>> {
-    using Base = MaxMinOpBranchy<V>;
-    using BaseState = typename Base::State;
-    using State = SegPair<BaseState>;
-    Base base;
-    SegOp() = default;
-    __host__ __device__ explicit SegOp(const OpArgs &o) : base(o) {}
-    __device__ __forceinline__ State identity() const { return State{ 0, base.identity() }; }
-    __device__ __forceinline__ State empty() const { return State{ 0, base.empty() }; }
-    __device__ __forceinline__ State operator()(State a, State b) const { return seg_combine(base, a, b); }
-    template <typename E>
-    __device__ __forceinline__ State lift(E e, bool keep, bool reset, int64_t index) const
-    {
-        return State{ reset ? 1 : 0, keep ? base.lift(e, index) : base.empty() };
-    }
-};
-}  // namespace cuscan
+using MaxMinOpJoined = MaxMinOp<V>;
 
 // V1: the library before (the branchy join, warp lines of every flagged op at three blocks an SM
 // with 64-byte tiles, cummax's whole lines at two)
@@ -67,7 +46,7 @@ extern "C" cs_status cs_cuda_scan(const cs_scan_plan *p)
     static const int v = getenv("TUNE_VARIANT") ? atoi(getenv("TUNE_VARIANT")) : 0;
     switch (v) {
     case 1: return run<PBefore, MaxMinOpBranchy>(p);
-    default: return run<TuningSm90, MaxMinOp>(p);
+    default: return run<TuningSm90, MaxMinOpJoined>(p);
     }
 }
 
