@@ -445,7 +445,11 @@ SlabArgs plan_slabs(const cs_scan_plan *p, const char *force_mode)
     // slabs when they fit; short wide slabs take wider column blocks
     const bool pieces_forced = mode_is(force_mode, "walk") || mode_is(force_mode, "lookback");
     int64_t width = inner <= P::kSlabMaxWidth ? inner : P::kSlabMaxWidth;
-    if (inner > P::kSlabMaxWidth && L * (int64_t)P::kSlabMaxWidth <= tile && L <= sr_max && !pieces_forced) {
+    // (and slabs too large for a tile at that width take narrower blocks where whole slabs then fit:
+    // independent tiles rather than pieces that wait on one another)
+    const bool narrower = L * width > tile && L * 32 <= tile;
+    if ((narrower || (inner > P::kSlabMaxWidth && L * (int64_t)P::kSlabMaxWidth <= tile)) && L <= sr_max &&
+        !pieces_forced) {
         width = (tile / L) / 32 * 32;
         if (width > inner) {
             width = inner;

@@ -133,6 +133,29 @@ describe("cummax, cummin, logcumsumexp and segmented scans in every kernel famil
     end)
   end
 
+  it("short slabs too wide for one flagged tile take narrower tiles of whole slabs, not pieces", function()
+    local rng = H.rng(H.seed_for("narrower whole slabs"))
+    -- {outer, len, inner, dtype}: a whole slab fits a tile only some columns at a time
+    for _, c in ipairs({ { 7, 3, 512, "float64" }, { 4, 3, 4096, "float64" }, { 5, 5, 512, "float32" },
+                         { 3, 7, 777, "float64" }, { 6, 7, 300, "float32" }, { 2, 9, 120, "float64" } }) do
+      for _, op in ipairs({ "cummax", "cummin", "cumsum" }) do
+        local shape, dtype = { c[1], c[2], c[3] }, c[4]
+        local seed = rng:int(1, 1e9)
+        H.replay(seed, ("%s %s %s"):format(table.concat(shape, "x"), dtype, op), function()
+          local x = input(shape, dtype, op, rng, seed)
+          local r = op == "cumsum" and cs.rand(shape, { seed = seed + 2, device = "cpu" }):lt(0.2) or nil
+          local opts = { reverse = rng:bool(), reset = r }
+          local want, want_i = run(op, x, 2, opts)
+          local xd, rd = x:cuda(), r and r:cuda()
+          local plan = cs.explain(xd, 2, { op = op, reverse = opts.reverse, reset = rd })
+          assert.matches("^cuda slabs/whole: .* tile " .. c[2] .. " rows x %d+ columns", plan)
+          local got, got_i = run(op, xd, 2, { reverse = opts.reverse, reset = rd })
+          check(op, dtype, c[2], want, got, want_i, got_i)
+        end)
+      end
+    end
+  end)
+
   it("reset, mask and indices in layouts of their own (rows and columns walk each operand's strides)", function()
     for _, family in ipairs({ "rows", "columns" }) do
       cs.force_family(family)
