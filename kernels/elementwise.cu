@@ -2,6 +2,7 @@
 // CUDA. The per-element semantics come from src/scalar.h, shared with the CPU backend, so both
 // devices compute the same values. These are the toolkit's ops, written for clarity: one pass each,
 // each thread walking a short run of consecutive elements.
+#include <algorithm>
 #include <cub/block/block_reduce.cuh>
 #include <cuda_runtime.h>
 #include "internal.h"
@@ -368,6 +369,54 @@ __global__ void __launch_bounds__(kThreads) compare_kernel(const CompareArgs a)
 
 int64_t blocks_for(int64_t numel) { return (numel + (int64_t)kThreads * kRun - 1) / ((int64_t)kThreads * kRun); }
 
+// Whether operand o walks memory element after element (a dense run in row-major order).
+bool dense_run(const Walker &w, int o)
+{
+    int64_t expect = 1;
+    for (int d = w.ndim - 1; d >= 0; d--) {
+        if (w.shape[d] != 1 && w.stride[o][d] != expect) return false;
+        expect *= w.shape[d];
+    }
+    return true;
+}
+
+// A fill of a dense run: the value's bits (as ew_one stores them) repeated, in 16-byte stores, and
+// the run's ragged ends byte by byte from the same pattern. An element's size divides 16 and the run
+// starts on an element, so the pattern has one phase at every 16-byte boundary of the run. (The
+// walker's kernel stores an element a thread at a time and converts the value for each: a tenth of
+// the memory's speed.)
+__global__ void __launch_bounds__(kThreads) fill_dense_kernel(unsigned char *dst, int64_t bytes, uint4 pattern)
+{
+    const int64_t head = min((int64_t)((16 - ((uintptr_t)dst & 15)) & 15), bytes);
+    const int64_t nvec = (bytes - head) / 16, tail = head + nvec * 16;
+    uint4 *v = reinterpret_cast<uint4 *>(dst + head);
+    for (int64_t i = (int64_t)blockIdx.x * kThreads + threadIdx.x; i < nvec; i += (int64_t)gridDim.x * kThreads)
+        v[i] = pattern;
+    if (blockIdx.x == 0 && threadIdx.x < 32) {
+        const unsigned char *pb = reinterpret_cast<const unsigned char *>(&pattern);
+        const int t = threadIdx.x & 15;
+        if (threadIdx.x < 16 && t < head) dst[t] = pb[t];
+        if (threadIdx.x >= 16 && tail + t < bytes) dst[tail + t] = pb[t];
+    }
+}
+
+cs_status fill_dense(const cs_elementwise_plan *p, cudaStream_t s)
+{
+    const cs_dtype od = p->dtype[0];
+    const int size = (int)cs_dtype_size(od);
+    unsigned char elem[8] = { 0 }, pat[16];
+    if (cs_is_float(od)) cs_store_double(elem, od, 0, p->scalar);
+    else cs_store_int(elem, od, 0, p->iscalar);
+    for (int k = 0; k < 16; k++) pat[k] = elem[k % size];
+    uint4 pattern;
+    memcpy(&pattern, pat, sizeof pattern);
+    const int64_t bytes = p->numel * size, vecs = bytes / 16 + 1;
+    const int64_t most = 16 * (int64_t)cs_cuda_multiprocessors();
+    const int64_t blocks = std::min((vecs + kThreads - 1) / kThreads, most);
+    fill_dense_kernel<<<(unsigned)blocks, kThreads, 0, s>>>(static_cast<unsigned char *>(p->ptr[0]), bytes, pattern);
+    return cs_cuda_check(cudaGetLastError(), "fill kernel launch");
+}
+
 }  // namespace
 
 extern "C" cs_status cs_cuda_elementwise(const cs_elementwise_plan *p)
@@ -376,6 +425,7 @@ extern "C" cs_status cs_cuda_elementwise(const cs_elementwise_plan *p)
     EwArgs a;
     a.p = *p;
     a.w = walker_of(p->it);
+    if (p->op == CS_EW_FILL && dense_run(a.w, 0)) return fill_dense(p, s);
     int64_t blocks = blocks_for(p->numel);
     if (blocks > 0x7fffffff) return cs_fail(CS_ERR_UNSUPPORTED, "element-wise op too large");
     elementwise_kernel<<<(unsigned)blocks, kThreads, 0, s>>>(a);

@@ -100,6 +100,31 @@ H.each_device("lines of one element", function(dev, it)
     end)
   end
 
+  it("cummax and cummin: each element itself, bit for bit, at index 1, copied and filled", function()
+    for _, dtype in ipairs({ "float32", "float64", "float16", "bfloat16", "int32", "int64", "bool" }) do
+      for _, sd in ipairs(SHAPES) do
+        local shape, dim = sd[1], sd[2]
+        local n = H.numel(shape)
+        local x = cs.tensor(H.unflatten(values(rng, n, dtype), shape), { dtype = dtype, device = dev })
+        for _, op in ipairs({ "cummax", "cummin" }) do
+          for _, reverse in ipairs({ false, true }) do
+            local plan = cs.explain(x, dim, { op = op, reverse = reverse })
+            assert.equal(dev .. " copy:", plan:sub(1, #dev + 6), plan)
+            local v = cs.full(shape, H.poison(dtype), { dtype = dtype, device = dev })
+            local i = cs.full(shape, -7, { dtype = "int64", device = dev })
+            local gv, gi = x[op](x, dim, { reverse = reverse, out = { v, i } })
+            assert.is_true(H.bits(x) == H.bits(gv), ("%s %s %s: values differ in their bits"):format(op, dtype, plan))
+            assert.same(H.unflatten((function() local t = {} for k = 1, n do t[k] = 1 end return t end)(), shape),
+                        gi:totable())
+          end
+        end
+        -- masked: a masked-out element has no index (0), as the kernels give it
+        local m = cs.rand(shape, { seed = rng:int(1, 1e9), device = dev }):lt(0.5)
+        assert.is_nil(cs.explain(x, dim, { op = "cummax", mask = m }):match("copy:"))
+      end
+    end
+  end)
+
 end)
 
 describe("lines of one element under a forced family #cuda", function()

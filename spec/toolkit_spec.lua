@@ -346,6 +346,36 @@ end)
 H.each_device("cat, fill and copy", function(dev, it)
   local function T(v, dt) return cs.tensor(v, { device = dev, dtype = dt }) end
 
+  it("fill writes each dtype's bits of the value, in dense runs of any start and length and in views, "
+     .. "and nothing outside the view (the CPU's fill the reference)", function()
+    local VALUES = {
+      float32 = { 0.1, -0.0, 0 / 0, 1 / 0, 3e38, 1e-45 }, float64 = { 0.1, -0.0, 0 / 0, -1 / 0, 5e-324 },
+      float16 = { 0.1, -0.0, 65504, 1e-7 }, bfloat16 = { 0.1, -0.0, 3e38 }, int32 = { 7, -2147483648 },
+      int64 = { -3, 2 ^ 53, require("ffi").new("int64_t", 4611686018427387905LL) }, bool = { true, false },
+    }
+    local VIEWS = {
+      function(b) return b end,
+      function(b) return b:narrow(1, 2, b:size(1) - 3) end,   -- a start off the 16-byte grid, a ragged end
+      function(b) return b:narrow(1, 1, 1) end,
+      function(b) return b:narrow(2, 3, 5) end,
+      function(b) return b:transpose(1, 2) end,
+    }
+    for dtype, vals in pairs(VALUES) do
+      for _, len in ipairs({ 4, 17, 33, 4099 }) do
+        for vi, view in ipairs(VIEWS) do
+          for _, v in ipairs(vals) do
+            local poison = dtype == "bool" and true or 5
+            local got = cs.full({ len, 7 }, poison, { dtype = dtype, device = dev })
+            local want = cs.full({ len, 7 }, poison, { dtype = dtype, device = "cpu" })
+            view(got):fill(v)
+            view(want):fill(v)
+            assert.is_true(H.bits(want) == H.bits(got), ("%s %d view %d fill %s"):format(dtype, len, vi, tostring(v)))
+          end
+        end
+      end
+    end
+  end)
+
   it("cat joins along any dim, promoting dtypes", function()
     local a = T({ { 1, 2 }, { 3, 4 } })
     local b = T({ { 5, 6 } }, "float64")

@@ -347,12 +347,14 @@ static const cs_scan_args no_args;
 
 /* Lines of one element: the inclusive cumsum, cumprod or logcumsumexp of one element is the
  * element, rounded once to out's dtype (log(exp(x)) is x for every x, infinities and NaN
- * included), so an unmasked scan of such lines is a copy, at the copy's speed. Not when a family
- * is forced (the specs run the kernels on such lines too). */
+ * included), and its cummax / cummin the element itself at index 1, so an unmasked scan of such
+ * lines is a copy (and a fill of the indices), at the copy's speed. Not when a family is forced
+ * (the specs run the kernels on such lines too). */
 static int one_element_copy(const cs_scan_plan *p)
 {
     return p->len == 1 && !p->exclusive && !p->mask && !p->reset && !p->initial && !p->force &&
-           (p->op == CS_SCAN_SUM || p->op == CS_SCAN_PROD || p->op == CS_SCAN_LOGSUMEXP);
+           (p->op == CS_SCAN_SUM || p->op == CS_SCAN_PROD || p->op == CS_SCAN_LOGSUMEXP || p->op == CS_SCAN_MAX ||
+            p->op == CS_SCAN_MIN);
 }
 
 static cs_status explain_copy(const cs_scan_plan *p, const cs_tensor *x)
@@ -374,7 +376,9 @@ cs_status cs_scan_with(cs_tensor *out, const cs_tensor *x, int dim, cs_scan_op o
     if (cs_tensor_numel(x) == 0) return CS_OK;
     if (one_element_copy(&p)) {
         explain_copy(&p, x);
-        return cs_copy(out, x);
+        st = cs_copy(out, x);
+        if (!st && args && args->indices) st = cs_fill_int64(args->indices, 1);
+        return st;
     }
     return run_plan(&p, x);
 }
