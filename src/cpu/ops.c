@@ -220,19 +220,43 @@ static int convert_run(const cs_elementwise_plan *p, const int64_t off[3], const
     return 1;
 }
 
-/* A contiguous run of a fill: the value's bytes stored by the C library's memset and wmemset (the
- * widest stores the CPU has) when they repeat in bytes or in 4-byte words; else 0. */
+/* A contiguous run of a fill: the value's bits, as one element holds them, stored by the C library's
+ * memset and wmemset (the widest stores the CPU has, streaming past the cache for long runs) where
+ * they repeat in bytes or in 4-byte words, else by a plain loop of whole elements (the compiler's
+ * vector stores); never a conversion an element. */
 static int fill_run(const cs_elementwise_plan *p, int64_t off, int64_t n)
 {
-    union { float f; int32_t i; wchar_t w; } v4;
-    if (sizeof(wchar_t) != 4 && p->dtype[0] != CS_BOOL) return 0;
-    switch (p->dtype[0]) {
-    case CS_BOOL: memset((uint8_t *)p->ptr[0] + off, p->iscalar != 0, (size_t)n); return 1;
-    case CS_FLOAT32: v4.f = (float)p->scalar; break;
-    case CS_INT32: v4.i = (int32_t)p->iscalar; break;
-    default: return 0;
+    const cs_dtype d = p->dtype[0];
+    const size_t size = cs_dtype_size(d);
+    union { double f; int64_t i; uint8_t b[8]; uint16_t h[4]; uint32_t w[2]; } e = { 0 };
+    if (cs_dtype_is_float(d)) cs_store_double(e.b, d, 0, p->scalar);
+    else cs_store_int(e.b, d, 0, p->iscalar);
+    uint8_t *y = (uint8_t *)p->ptr[0] + (size_t)off * size;
+    if (size == 1 || (size == 2 && e.b[0] == e.b[1])) {
+        memset(y, e.b[0], (size_t)n * size);
+        return 1;
     }
-    wmemset((wchar_t *)p->ptr[0] + off, v4.w, (size_t)n);
+    if (size == 2) {
+        /* pairs of elements as 4-byte words, from a 4-byte boundary */
+        uint16_t *h = (uint16_t *)y;
+        if ((uintptr_t)h % 4 && n > 0) *h++ = e.h[0], n--;
+        if (sizeof(wchar_t) == 4 && n > 1) {
+            union { uint16_t h[2]; wchar_t w; } pair = { { e.h[0], e.h[0] } };
+            wmemset((wchar_t *)h, pair.w, (size_t)(n / 2));
+            h += n / 2 * 2;
+            n %= 2;
+        }
+        for (int64_t i = 0; i < n; i++) h[i] = e.h[0];
+        return 1;
+    }
+    if (size == 4 || (size == 8 && e.w[0] == e.w[1])) {
+        if (sizeof(wchar_t) != 4) return 0;
+        union { uint32_t u; wchar_t w; } word = { e.w[0] };
+        wmemset((wchar_t *)y, word.w, (size_t)n * size / 4);
+        return 1;
+    }
+    uint64_t *q = (uint64_t *)y;
+    for (int64_t i = 0; i < n; i++) q[i] = (uint64_t)e.i;
     return 1;
 }
 
