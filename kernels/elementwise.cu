@@ -106,6 +106,17 @@ __global__ void __launch_bounds__(kThreads) elementwise_kernel(const EwArgs a)
     }
 }
 
+// Operands that are all dense runs in one order: element i of each at offset i, a warp's lanes on
+// neighbouring elements (coalesced), no walker to seek.
+__global__ void __launch_bounds__(kThreads) elementwise_dense_kernel(const cs_elementwise_plan p)
+{
+    const int64_t step = (int64_t)gridDim.x * kThreads;
+    for (int64_t i = (int64_t)blockIdx.x * kThreads + threadIdx.x; i < p.numel; i += step) {
+        const int64_t off[3] = { i, i, i };
+        ew_one(p, i, off);
+    }
+}
+
 // ---- reductions: a block folds one piece of one line; a second pass folds the pieces in order ----
 constexpr int64_t kReducePiece = 1 << 16;
 
@@ -426,6 +437,14 @@ extern "C" cs_status cs_cuda_elementwise(const cs_elementwise_plan *p)
     a.p = *p;
     a.w = walker_of(p->it);
     if (p->op == CS_EW_FILL && dense_run(a.w, 0)) return fill_dense(p, s);
+    bool dense = true;
+    for (int o = 0; o <= p->nin && o < 3; o++) dense = dense && dense_run(a.w, o);
+    if (dense) {
+        const int64_t most = 16 * (int64_t)cs_cuda_multiprocessors();
+        const int64_t blocks = std::min((p->numel + kThreads - 1) / kThreads, most);
+        elementwise_dense_kernel<<<(unsigned)std::max<int64_t>(blocks, 1), kThreads, 0, s>>>(*p);
+        return cs_cuda_check(cudaGetLastError(), "element-wise kernel launch");
+    }
     int64_t blocks = blocks_for(p->numel);
     if (blocks > 0x7fffffff) return cs_fail(CS_ERR_UNSUPPORTED, "element-wise op too large");
     elementwise_kernel<<<(unsigned)blocks, kThreads, 0, s>>>(a);
