@@ -78,8 +78,9 @@ describe("the module", function()
     f:write('const char *cs_version(void) { return "0.0.7"; }\nint cs_other(void) { return 0; }\n')
     f:close()
     local cmds = {
-      ("mkdir -p %s/a %s/b"):format(q(dir), q(dir)),
+      ("mkdir -p %s/a %s/b %s/c"):format(q(dir), q(dir), q(dir)),
       ("cc -shared -fPIC -o %s/a/libcuscan.so %s"):format(q(dir), q(src)),
+      ("cp %s/a/libcuscan.so %s/c/"):format(q(dir), q(dir)),   -- (no declarations beside it)
       ("printf 'int cs_none(void) { return 0; }\\n' > %s/none.c"):format(q(dir)),
       ("cc -shared -fPIC -o %s/b/libcuscan.so %s/none.c"):format(q(dir), q(dir)),
       ("cp %s/cuscan.cdef %s/a/ && cp %s/cuscan.cdef %s/b/"):format(q(lib:match("^(.*)/")), q(dir),
@@ -93,7 +94,10 @@ describe("the module", function()
     end
     out, status = run("require('cuscan')", { CUSCAN_LIB = dir .. "/a/libcuscan.so" })
     local out_b, status_b = run("require('cuscan')", { CUSCAN_LIB = dir .. "/b/libcuscan.so" })
+    local out_c, status_c = run("require('cuscan')", { CUSCAN_LIB = dir .. "/c/libcuscan.so" })
     H.shell("rm -rf " .. q(dir))
+    assert.is_not.equal(0, status_c)
+    assert.matches("is version 0.0.7, but the Lua modules", out_c, 1, true)
     assert.is_not.equal(0, status)
     assert.matches("cuscan: " .. (dir .. "/a/libcuscan.so"):gsub("%p", "%%%0") .. " is version 0%.0%.7, " ..
                    "but the Lua modules in [^\n]* are version " .. cs.version:gsub("%p", "%%%0"), out)

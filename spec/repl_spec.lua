@@ -302,6 +302,33 @@ describe("the REPL in a terminal (tmux)", function()
     assert.matches(("=%d + 1\n"):format(n), hist, 1, true)
   end)
 
+  it("drops the line on Ctrl-C and goes on, as often as it is pressed, in a statement or not #nosanitize", function()
+    if not ok then pending(why) return end
+    for _, env in ipairs({ {}, { CUSCAN_NO_READLINE = "1", CUSCAN_NO_RLWRAP = "1" } }) do
+      local t = start(env)
+      for round = 1, 3 do
+        t:type("abc")
+        t:key("C-c")
+        t:type("=" .. round .. " + 100")
+        t:key("Enter")
+        t:wait_for("%(the line is dropped%)\n>")
+      end
+      t:type("for i = 1, 3 do")
+      t:key("Enter")
+      t:key("C-c")
+      t:type("x")
+      t:key("Enter")
+      t:type("=7 * 6")
+      t:key("Enter")
+      local screen = t:wait_for("\n42\n>$")
+      assert.is_nil(screen:find("traceback", 1, true), screen)
+      t:type("exit")
+      t:key("Enter")
+      t:wait_for("%[exited 0%]")
+      stop(t)
+    end
+  end)
+
   for _, way in ipairs({ { "exit", { "exit", "Enter" } }, { "quit", { "quit", "Enter" } }, { "Ctrl-D", { "C-d" } } }) do
     it("leaves on " .. way[1] .. " #nosanitize", function()
       if not ok then pending(why) return end

@@ -59,6 +59,25 @@ if not lib_path then
         "); run `make` in the cuscan source tree or set CUSCAN_LIB", 0)
 end
 
+local loaded, C = pcall(ffi.load, lib_path)
+if not loaded then
+  error("cuscan: cannot load " .. lib_path .. ": " .. tostring(C), 0)
+end
+
+-- The library must be the version these modules were written for (as lua-resty-core's base.lua
+-- checks its C side): another one may declare or behave differently from what they expect. Asked
+-- first, through a declaration of its own, so that a library of another version is named as such
+-- whatever declarations lie beside it. (pcall: the declaration stands if the module is loaded again.)
+local VERSION = "0.1.0"
+pcall(ffi.cdef, [[const char *cuscan_version_probe(void) __asm__("cs_version");]])
+local has_version, lib_version = pcall(function() return ffi.string(C.cuscan_version_probe()) end)
+if not has_version then lib_version = "unknown (it has no cs_version)" end
+if lib_version ~= VERSION then
+  error(("cuscan: %s is version %s, but the Lua modules in %s are version %s; rebuild the library " ..
+         "with `make` (or set CUSCAN_LIB to a library of version %s)"):format(lib_path, lib_version, here,
+                                                                             VERSION, VERSION), 0)
+end
+
 -- The declarations: cuscan.cdef next to the library; in a source tree whose build lacks it, the
 -- header itself with the same lines removed as the build removes.
 local cdef_path = dirname(lib_path) .. "/cuscan.cdef"
@@ -83,22 +102,6 @@ end
 local ok, err = pcall(ffi.cdef, cdef)
 if not ok then
   error("cuscan: cannot declare the C API from " .. cdef_path .. ": " .. tostring(err), 0)
-end
-
-local loaded, C = pcall(ffi.load, lib_path)
-if not loaded then
-  error("cuscan: cannot load " .. lib_path .. ": " .. tostring(C), 0)
-end
-
--- The library must be the version these modules were written for (as lua-resty-core's base.lua
--- checks its C side): another one may declare or behave differently from what they expect.
-local VERSION = "0.1.0"
-local has_version, lib_version = pcall(function() return ffi.string(C.cs_version()) end)
-if not has_version then lib_version = "unknown (it has no cs_version)" end
-if lib_version ~= VERSION then
-  error(("cuscan: %s is version %s, but the Lua modules in %s are version %s; rebuild the library " ..
-         "with `make` (or set CUSCAN_LIB to a library of version %s)"):format(lib_path, lib_version, here,
-                                                                             VERSION, VERSION), 0)
 end
 
 local instance = {

@@ -28,6 +28,8 @@ for _, decl in ipairs({
   "extern char *rl_line_buffer;",
   "extern int rl_attempted_completion_over;",
   "extern int rl_completion_append_character;",
+  "typedef void (*cuscan_sighandler_t)(int);",
+  "cuscan_sighandler_t signal(int signum, cuscan_sighandler_t handler);",
 }) do
   pcall(ffi.cdef, decl)
 end
@@ -35,6 +37,21 @@ local C = ffi.C
 
 function le.isatty(fd)
   return C.isatty(fd) == 1
+end
+
+-- Ctrl-C: the luajit program's SIGINT handler turns the signal into an "interrupted!" error, and
+-- puts the default action (ending the process) back in its place when it fires. The REPL keeps that
+-- handler when it starts and sets it again after every line, so every Ctrl-C is such an error.
+local SIGINT, SIG_IGN = 2, ffi.cast("cuscan_sighandler_t", 1)
+local interrupt_handler
+function le.keep_interrupt_handler()
+  local ok, old = pcall(C.signal, SIGINT, SIG_IGN)
+  if not ok then return end
+  C.signal(SIGINT, old)
+  interrupt_handler = old
+end
+function le.rearm_interrupt()
+  if interrupt_handler ~= nil then C.signal(SIGINT, interrupt_handler) end
 end
 
 ---------------------------------------------------------------------------------------------------

@@ -278,7 +278,8 @@ function repl.run()
     end
   end
   local buffer
-  while true do
+  -- One line read and run; true at the end of input, exit or quit.
+  local function step()
     local line = read(tty and (buffer and ">> " or "> ") or nil)
     if line == nil then
       if buffer then
@@ -286,10 +287,10 @@ function repl.run()
         failed = true
       end
       if tty then stdout:write("\n") end
-      break
+      return true
     end
     if buffer == nil then
-      if line:match("^%s*exit%s*$") or line:match("^%s*quit%s*$") then break end
+      if line:match("^%s*exit%s*$") or line:match("^%s*quit%s*$") then return true end
       local topic = line:match("^%s*%?%s*(.-)%s*$")
       if topic then
         question(topic)
@@ -324,6 +325,22 @@ function repl.run()
     end
     stdout:flush()
     stderr:flush()
+    return false
+  end
+  -- Ctrl-C reaches Lua as an "interrupted!" error (the luajit program's handler), raised once the
+  -- line being typed is read: that line, and a statement it continued, are dropped, as a shell
+  -- drops them, and the handler is set again for the next Ctrl-C.
+  lineedit.keep_interrupt_handler()
+  while true do
+    lineedit.rearm_interrupt()
+    local ok, done = pcall(step)
+    if ok and done then break end
+    if not ok then
+      if not tostring(done):find("interrupted!", 1, true) then error(done, 0) end
+      stdout:write("^C (the line is dropped)\n")
+      stdout:flush()
+      buffer = nil
+    end
   end
   leave()
 end

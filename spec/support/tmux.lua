@@ -18,14 +18,15 @@ Session.__index = Session
 local count = 0
 
 -- Starts cmd (a shell command) in a 100 x 30 terminal with the environment variables in env
--- (false unsets one). When cmd ends, the screen shows "[exited N]" with its status.
+-- (false unsets one). When cmd ends, the screen shows "[exited N]" with its status. The shell around
+-- cmd outlives a Ctrl-C sent to cmd (its trap), as a user's interactive shell does.
 function tmux.start(cmd, env)
   count = count + 1
   -- unique across processes too (math.random starts from one seed in every process)
   local unique = os.tmpname()
   os.remove(unique)
   local socket = ("cuscan-spec-%s-%d"):format(unique:match("[^/]+$"), count)
-  local script = shell.exports(env) .. " " .. cmd .. '; echo "[exited $?]"; sleep 60'
+  local script = "trap : INT; " .. shell.exports(env) .. " " .. cmd .. '; echo "[exited $?]"; sleep 60'
   local self = setmetatable({ socket = socket }, Session)
   local out, status = shell.sh(("tmux -L %s -f /dev/null new-session -d -s spec -x 100 -y 30 %s")
     :format(q(socket), q("sh -c " .. q(script))))
