@@ -56,6 +56,8 @@ describe("make install and make uninstall", function()
     for _, f in ipairs({ "/lib/cuscan", "/share/lua/5.1/cuscan", "/bin/cuscan" }) do
       assert.is_false(exists(prefix .. f), prefix .. f)
     end
+    -- nor the folders install made for them
+    assert.equal("", (sh("find " .. q(prefix) .. " -mindepth 1")))
     sh("rm -rf " .. q(prefix:match("^(.*)/inst$")))
   end)
 

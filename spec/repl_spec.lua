@@ -186,8 +186,9 @@ describe("tab completion", function()
       local got = complete("y = " .. p)
       assert.is_true(has(got, "spec_tensor:" .. k) and all_start_with(got, p), p .. " -> " .. table.concat(got, " "))
     end
-    assert.same({ "spec_tensor.data_ptr", "spec_tensor.device", "spec_tensor.dim", "spec_tensor.div",
-                  "spec_tensor.dtype" }, complete("print(spec_tensor.d"))
+    assert.same({ "spec_tensor.data_ptr", "spec_tensor.device", "spec_tensor.device_index",
+                  "spec_tensor.device_type", "spec_tensor.dim", "spec_tensor.div", "spec_tensor.dtype" },
+                complete("print(spec_tensor.d"))
     assert.same({ "cs.cummax", "cs.cummin", "cs.cumprod", "cs.cumsum" }, complete("cs.cum"))
     rawset(_G, "spec_tensor", nil)
     rawset(_G, "cs", had_cs)

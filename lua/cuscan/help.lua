@@ -713,7 +713,11 @@ local function is_tensor(v)
 end
 
 -- help(topic): prints the entry of a function or a name, or a list (help(), help(cs), help(x)).
-setmetatable(help, { __call = function(_, topic)
+-- (help on its own, as the REPL shows a value, says how to call it rather than listing its table)
+setmetatable(help, { __tostring = function()
+  return "help: call it: help() for an overview, help(cs) or help(x) for the lists, help\"cumsum\" or ?cumsum " ..
+         "for one function"
+end, __call = function(_, topic)
   local e
   if topic == nil then
     print("cuscan " .. module().version .. ": help(cs.cumsum), help\"cumsum\" or ?cumsum describes one " ..

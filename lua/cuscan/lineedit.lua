@@ -90,7 +90,10 @@ local function members(v, sep)
   end
   if is_tensor(v) then
     add_keys(require("cuscan.core").methods)
-    if sep == "." then names.dtype, names.device = true, true end
+    if sep == "." then
+      -- the read-only fields (cuscan.tensor's __index)
+      for _, f in ipairs({ "dtype", "device", "device_type", "device_index" }) do names[f] = true end
+    end
   elseif type(v) == "string" then
     if sep == ":" then add_keys(string) end
   elseif type(v) == "table" then
@@ -197,7 +200,7 @@ function le.words()
   for _, e in ipairs(help.entries) do
     for _, o in ipairs(e.options or {}) do set[o] = true end
   end
-  set.dtype, set.device, set.exit, set.quit = true, true, true, true
+  set.dtype, set.device, set.device_type, set.device_index, set.exit, set.quit = true, true, true, true, true, true
   local out = {}
   for k in pairs(set) do out[#out + 1] = k end
   table.sort(out)

@@ -269,9 +269,10 @@ function repl.run()
     local dev = cs.default_device()
     local info = dev == "cuda" and cs.device_info()
     local why = not cs.cuda_available() and cs.cuda_unavailable_reason() or nil
-    stdout:write(format("cuscan %s (%s) on %s%s. help() for help, Tab completes, exit or Ctrl-D leaves.\n",
+    stdout:write(format("cuscan %s (%s) on %s%s. help() for help, %sexit or Ctrl-D leaves.\n",
                         cs.version, jit.version, dev,
-                        info and (" (" .. info.name .. ")") or why and (" (" .. why .. ")") or ""))
+                        info and (" (" .. info.name .. ")") or why and (" (" .. why .. ")") or "",
+                        editor == "missing" and "" or "Tab completes, "))
     if editor == "missing" then
       stdout:write("cuscan: no line editing, history or completion: neither libreadline nor rlwrap is " ..
                    "installed (install one: sudo apt-get install -y libreadline8)\n")
