@@ -198,11 +198,12 @@ install: all
 	sed -e 's|^CUSCAN_INSTALLED_PREFIX=.*|CUSCAN_INSTALLED_PREFIX="$(PREFIX)"|' bin/cuscan > $(DESTDIR)$(BINDIR)/cuscan
 	chmod 755 $(DESTDIR)$(BINDIR)/cuscan
 
+parent = $(patsubst %/,%,$(dir $(1)))
 uninstall:
 	rm -rf $(DESTDIR)$(LIBDIR)/cuscan $(DESTDIR)$(LUADIR)/cuscan $(DESTDIR)$(BINDIR)/cuscan
 	@# and the folders install made, where nothing else is left in them
 	@rmdir --ignore-fail-on-non-empty $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(LUADIR) \
-	  $(DESTDIR)$(LUADIR)/.. $(DESTDIR)$(LUADIR)/../.. 2>/dev/null || true
+	  $(DESTDIR)$(call parent,$(LUADIR)) $(DESTDIR)$(call parent,$(call parent,$(LUADIR))) 2>/dev/null || true
 
 asan: tools
 	$(MAKE) BUILD=build/asan CUDA=0 CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" all
