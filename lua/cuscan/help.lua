@@ -591,8 +591,9 @@ local ENTRIES = {
       help"name".]] },
   { "REPL", { "exit", "quit" }, "exit / quit",
     [[(bin/cuscan) Typed alone on a line, leaves the REPL, as Ctrl-D does; exit(n) and quit(n)
-      leave with status n. Tab completes globals, cs. names, the methods of a tensor (x:) and the
-      option names of the call being typed.]] },
+      leave with status n. Ctrl-C drops the line being typed (once it is entered) and the REPL goes
+      on. Tab completes globals, cs. names, the methods of a tensor (x:) and the option names of the
+      call being typed.]] },
 }
 
 local GROUPS = { "Devices", "Communicators", "Constructors", "Scans", "Sharded tensors", "Queries", "Views and copies",
