@@ -380,6 +380,13 @@ __global__ void __launch_bounds__(kThreads) compare_kernel(const CompareArgs a)
 
 int64_t blocks_for(int64_t numel) { return (numel + (int64_t)kThreads * kRun - 1) / ((int64_t)kThreads * kRun); }
 
+// Blocks of a grid-stride loop over n items: enough to fill the GPU, no more than the items need.
+unsigned stride_blocks(int64_t n)
+{
+    const int64_t most = 16 * (int64_t)cs_cuda_multiprocessors();
+    return (unsigned)std::max<int64_t>(1, std::min((n + kThreads - 1) / kThreads, most));
+}
+
 // Whether operand o walks memory element after element (a dense run in row-major order).
 bool dense_run(const Walker &w, int o)
 {
@@ -421,10 +428,9 @@ cs_status fill_dense(const cs_elementwise_plan *p, cudaStream_t s)
     for (int k = 0; k < 16; k++) pat[k] = elem[k % size];
     uint4 pattern;
     memcpy(&pattern, pat, sizeof pattern);
-    const int64_t bytes = p->numel * size, vecs = bytes / 16 + 1;
-    const int64_t most = 16 * (int64_t)cs_cuda_multiprocessors();
-    const int64_t blocks = std::min((vecs + kThreads - 1) / kThreads, most);
-    fill_dense_kernel<<<(unsigned)blocks, kThreads, 0, s>>>(static_cast<unsigned char *>(p->ptr[0]), bytes, pattern);
+    const int64_t bytes = p->numel * size;
+    fill_dense_kernel<<<stride_blocks(bytes / 16), kThreads, 0, s>>>(static_cast<unsigned char *>(p->ptr[0]), bytes,
+                                                                     pattern);
     return cs_cuda_check(cudaGetLastError(), "fill kernel launch");
 }
 
@@ -436,13 +442,11 @@ extern "C" cs_status cs_cuda_elementwise(const cs_elementwise_plan *p)
     EwArgs a;
     a.p = *p;
     a.w = walker_of(p->it);
-    if (p->op == CS_EW_FILL && dense_run(a.w, 0)) return fill_dense(p, s);
     bool dense = true;
     for (int o = 0; o <= p->nin && o < 3; o++) dense = dense && dense_run(a.w, o);
+    if (dense && p->op == CS_EW_FILL) return fill_dense(p, s);
     if (dense) {
-        const int64_t most = 16 * (int64_t)cs_cuda_multiprocessors();
-        const int64_t blocks = std::min((p->numel + kThreads - 1) / kThreads, most);
-        elementwise_dense_kernel<<<(unsigned)std::max<int64_t>(blocks, 1), kThreads, 0, s>>>(*p);
+        elementwise_dense_kernel<<<stride_blocks(p->numel), kThreads, 0, s>>>(*p);
         return cs_cuda_check(cudaGetLastError(), "element-wise kernel launch");
     }
     int64_t blocks = blocks_for(p->numel);

@@ -64,6 +64,8 @@ local function check_format_opts(opts, allowed, fmt, fname)
   return opts
 end
 
+local CSV_CHUNK = 1024 * 1024
+
 local function check_delimiter(d, fname)
   if d ~= nil and (type(d) ~= "string" or d == "" or d:find("[\r\n]")) then
     raise(format("%s: delimiter: expected a non-empty string without line breaks, got %s", fname, describe(d)))
@@ -133,19 +135,32 @@ function files.load(path, opts, default_device)
       return npy.read(f, h, bad)
     end
     if delim == nil and fmt == "csv" then delim = "," end
-    local text, e = f:read("*a")
-    if text == nil then bad("cannot read: %s", reason(e)) end
-    text = text:gsub("^\239\187\191", "")  -- a UTF-8 byte order mark
-    -- (a NUL byte would end a line early in Lua's line reader: the file is not text)
-    local nul = text:find("\0", 1, true)
-    if nul then bad("line %d: a NUL byte: not a text file", select(2, text:sub(1, nul):gsub("\n", "")) + 1) end
-    local pos = 1
+    -- Lines cut from chunks of the file, so that a large file is never held whole. (Lua's own line
+    -- reader ends a line at a NUL byte: a NUL is found here instead, and means the file is not text.)
+    local buf, pos, lineno, first = "", 1, 0, true
     local function next_line()
-      if pos > #text then return nil end
-      local stop = text:find("\n", pos, true) or #text + 1
-      local line = text:sub(pos, stop - 1)
-      pos = stop + 1
-      return line
+      while true do
+        local stop = buf:find("\n", pos, true)
+        if stop then
+          local line = buf:sub(pos, stop - 1)
+          pos, lineno = stop + 1, lineno + 1
+          return line
+        end
+        local more, e = f:read(CSV_CHUNK)
+        if more == nil then
+          if e then bad("cannot read: %s", reason(e)) end
+          if pos > #buf then return nil end
+          local line = buf:sub(pos)
+          pos, lineno = #buf + 1, lineno + 1
+          return line
+        end
+        if first then more, first = more:gsub("^\239\187\191", ""), false end  -- a UTF-8 byte order mark
+        buf, pos = buf:sub(pos) .. more, 1
+        local nul = buf:find("\0", 1, true)
+        if nul then
+          bad("line %d: a NUL byte: not a text file", lineno + 1 + select(2, buf:sub(1, nul):gsub("\n", "")))
+        end
+      end
     end
     return csv.read(next_line, dtype, { header = header, delimiter = delim }, bad)
   end, function() f:close() end)
