@@ -274,8 +274,13 @@ describe("examples/sharded_scan.lua", function()
   it("passes in one process and under --nproc 2", function()
     local out, status = run(("%s %s 1001 9"):format(q(CUSCAN), q(EX)))
     assert.equal(0, status, out)
-    -- over the GPUs where there are two, else over CPU stand-ins
-    local over = H.cs.cuda_available() and H.cs.device_count() >= 2 and "cuda:0, cuda:1" or "cpu, cpu"
+    -- over every GPU where there are two or more, else over CPU stand-ins
+    local over = "cpu, cpu"
+    if H.cs.cuda_available() and H.cs.device_count() >= 2 then
+      local names = {}
+      for d = 0, H.cs.device_count() - 1 do names[#names + 1] = "cuda:" .. d end
+      over = table.concat(names, ", ")
+    end
     assert.matches("^PASS sharded cumsum of 1001 x 9 float32 along the sharded dim over " .. over .. ": 8 sampled lines",
                    out)
     out, status = run(("%s --nproc 2 %s 1001 9"):format(q(CUSCAN), q(EX)))

@@ -292,11 +292,12 @@ describe("the REPL in a terminal", function()
   local has_script = have("script")
 
   -- Runs the launcher on a pseudo-terminal (util-linux `script`), feeding it lines slowly. The
-  -- terminal echoes what it is fed, so these specs assume the REPL starts within the first 0.3 s;
-  -- `make sanitize` leaves them out (#nosanitize): under the sanitizers start-up takes seconds.
+  -- terminal echoes what it is fed, so these specs assume the REPL starts within the first 1.5 s (a
+  -- loaded machine running spec files side by side can take a second); `make sanitize` leaves them
+  -- out (#nosanitize): under the sanitizers start-up takes longer.
   local function in_terminal(env, lines)
     local feed = {}
-    for _, l in ipairs(lines) do feed[#feed + 1] = "sleep 0.3; printf '%s\\n' " .. q(l) end
+    for i, l in ipairs(lines) do feed[#feed + 1] = ("sleep %s; printf '%%s\\n' "):format(i == 1 and 1.5 or 0.3) .. q(l) end
     local cmd = ("(%s; sleep 0.3) | script -qec %s /dev/null"):format(table.concat(feed, "; "),
       q("stty cols 100 rows 40 2>/dev/null; " .. q(CUSCAN)))
     local out, err, status = run(cmd, { env = env })
