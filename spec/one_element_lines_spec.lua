@@ -1,6 +1,6 @@
 -- Lines of one element: an unmasked inclusive cumsum, cumprod or logcumsumexp of them is each
--- element rounded once to the output's dtype, done as a copy (explain says so); exclusive and
--- masked scans of such lines still run a scan (the empty prefix, the masked-out elements). Against
+-- element rounded once to the output's dtype, done as a copy (explain says so), segmented (reset)
+-- or not; exclusive and masked scans of such lines still run a scan (the empty prefix, the masked-out elements). Against
 -- a plain-Lua oracle, into poisoned outputs, in views, with NaN, infinities and -0.0.
 local H = require("spec.helpers")
 local cs = require("cuscan")
@@ -57,6 +57,18 @@ H.each_device("lines of one element", function(dev, it)
           local plan = cs.explain(x, dim, { op = op, dtype = odt })
           assert.equal(dev .. " copy:", plan:sub(1, #dev + 6), plan)
           local want = x:to(odt or x[op](x, dim).dtype):to("float64")
+          -- a reset changes nothing in a line of one element: the same copy, into a poisoned output
+          local r = cs.rand(shape, { seed = rng:int(1, 1e9), device = dev }):lt(0.5)
+          local rplan = cs.explain(x, dim, { op = op, dtype = odt, reset = r })
+          assert.equal(dev .. " copy:", rplan:sub(1, #dev + 6), rplan)
+          local ydt = odt or x[op](x, dim).dtype
+          local ry = cs.full(shape, H.poison(ydt), { dtype = ydt, device = dev })
+          x[op](x, dim, { dtype = odt, reset = r, out = ry })
+          local rw, rg = H.flatten(want:totable(), shape), H.flatten(ry:to("float64"):totable(), shape)
+          for i = 1, n do
+            assert.is_true(same_value(rw[i], rg[i]), ("%s %s segmented [%d]: %s, got %s"):format(
+              op, idt, i, tostring(rw[i]), tostring(rg[i])))
+          end
           -- through a transposed output too
           for _, layout in ipairs({ "plain", "transposed" }) do
             local y = x[op](x, dim, opts)
@@ -117,6 +129,18 @@ H.each_device("lines of one element", function(dev, it)
             assert.same(H.unflatten((function() local t = {} for k = 1, n do t[k] = 1 end return t end)(), shape),
                         gi:totable())
           end
+        end
+        -- segmented: a line's only element starts its segment whatever reset says, so the same copy
+        local r = cs.rand(shape, { seed = rng:int(1, 1e9), device = dev }):lt(0.5)
+        for _, op in ipairs({ "cummax", "cummin" }) do
+          local plan = cs.explain(x, dim, { op = op, reset = r })
+          assert.equal(dev .. " copy:", plan:sub(1, #dev + 6), plan)
+          local v = cs.full(shape, H.poison(dtype), { dtype = dtype, device = dev })
+          local i = cs.full(shape, -7, { dtype = "int64", device = dev })
+          local gv, gi = x[op](x, dim, { reset = r, reverse = rng:bool(), out = { v, i } })
+          assert.is_true(H.bits(x) == H.bits(gv), ("%s %s segmented: values differ in their bits"):format(op, dtype))
+          assert.same(H.unflatten((function() local t = {} for k = 1, n do t[k] = 1 end return t end)(), shape),
+                      gi:totable())
         end
         -- masked: a masked-out element has no index (0), as the kernels give it
         local m = cs.rand(shape, { seed = rng:int(1, 1e9), device = dev }):lt(0.5)

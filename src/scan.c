@@ -348,11 +348,13 @@ static const cs_scan_args no_args;
 /* Lines of one element: the inclusive cumsum, cumprod or logcumsumexp of one element is the
  * element, rounded once to out's dtype (log(exp(x)) is x for every x, infinities and NaN
  * included), and its cummax / cummin the element itself at index 1, so an unmasked scan of such
- * lines is a copy (and a fill of the indices), at the copy's speed. Not when a family is forced
- * (the specs run the kernels on such lines too). */
+ * lines is a copy (and a fill of the indices), at the copy's speed. A reset changes nothing there:
+ * a line's first element starts its segment whatever reset says, so a segmented scan of such lines
+ * is the same copy and never reads reset. Not when a family is forced (the specs run the kernels on
+ * such lines too). */
 static int one_element_copy(const cs_scan_plan *p)
 {
-    return p->len == 1 && !p->exclusive && !p->mask && !p->reset && !p->initial && !p->force &&
+    return p->len == 1 && !p->exclusive && !p->mask && !p->initial && !p->force &&
            (p->op == CS_SCAN_SUM || p->op == CS_SCAN_PROD || p->op == CS_SCAN_LOGSUMEXP || p->op == CS_SCAN_MAX ||
             p->op == CS_SCAN_MIN);
 }
