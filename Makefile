@@ -160,7 +160,9 @@ tools:
 	  fi; \
 	fi
 
-LUA_ENV = LUA_PATH="$(CURDIR)/lua/?.lua;$(CURDIR)/lua/?/init.lua;$$LUA_PATH;;"
+# (with BUILD elsewhere, the Lua module is pointed at that build's library: it looks in build/)
+LUA_ENV = LUA_PATH="$(CURDIR)/lua/?.lua;$(CURDIR)/lua/?/init.lua;$$LUA_PATH;;" \
+          $(if $(filter build,$(BUILD)),,CUSCAN_LIB="$(abspath $(LIB))")
 
 test: all tools
 	@$(LUA_ENV) $(MAKE) run-specs
