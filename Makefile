@@ -61,10 +61,19 @@ LDLIBS   += $(MVEC)
 # without CUDA). One scan compilation unit per dtype pair of src/dtypes.h, generated.
 CORE_SRC = $(wildcard src/*.c src/cpu/*.c)
 PAIRS    = $(shell sed -n 's/^ *X.\([a-z0-9_]*\),.*/\1/p' src/dtypes.h)
+# The scan units (scan_launch.cuh's launch_unit): PART_DIR_PAIR for each part a pair's OPS bits
+# allow (plain, masked and reset: sums or products; lse; maxmin) and each direction
+UNITS    = $(shell sed -n 's/^ *X.\([a-z0-9_]*\),\(.*\)/\1 \2/p' src/dtypes.h | awk '{ \
+             parts = ""; \
+             if ($$0 ~ /CS_OPS_SUM|CS_OPS_PROD/) parts = parts " plain masked reset"; \
+             if ($$0 ~ /CS_OPS_LSE/) parts = parts " lse"; \
+             if ($$0 ~ /CS_OPS_MAXMIN/) parts = parts " maxmin"; \
+             n = split(parts, ps, " "); \
+             for (i = 1; i <= n; i++) printf "%s_fwd_%s %s_rev_%s ", ps[i], $$1, ps[i], $$1 }')
 ifeq ($(CUDA),1)
 OBJ      = $(BUILD)/obj-cuda
 C_SRC    = $(filter-out src/no_cuda.c,$(CORE_SRC)) $(wildcard src/cuda/*.c)
-CU_OBJS  = $(patsubst kernels/%.cu,$(OBJ)/kernels/%.o,$(wildcard kernels/*.cu)) $(PAIRS:%=$(OBJ)/gen/scan_%.o) $(PAIRS:%=$(OBJ)/gen/flagged_%.o)
+CU_OBJS  = $(patsubst kernels/%.cu,$(OBJ)/kernels/%.o,$(wildcard kernels/*.cu)) $(UNITS:%=$(OBJ)/gen/%.o)
 C_ALL   += -I$(CUDA_HOME)/include
 LDLIBS  += -L$(CUDA_HOME)/lib64 -lcudart_static -lrt -ldl -lstdc++
 else
@@ -89,7 +98,7 @@ HDRS = $(wildcard src/*.h src/cpu/*.h)
 CUH  = $(wildcard kernels/*.cuh)
 
 .DELETE_ON_ERROR:
-.SECONDARY: $(PAIRS:%=$(BUILD)/gen/scan_%.cu) $(PAIRS:%=$(BUILD)/gen/flagged_%.cu)
+.SECONDARY: $(UNITS:%=$(BUILD)/gen/%.cu)
 .PHONY: all announce test demo bench bench-plot repl readme install uninstall asan sanitize clean tools run-specs
 all: announce $(LIB) $(CDEF)
 
@@ -123,18 +132,20 @@ $(OBJ)/kernels/%.o: kernels/%.cu $(CUH) $(HDRS)
 	@echo "[$(call step,$@)/$(NSTEPS)] CUDA $<"
 	$(Q)$(NVCC) $(NV_ALL) -c $< -o $@
 
-# two units per dtype pair (src/dtypes.h): scan_NAME.cu its plain scans, flagged_NAME.cu its flagged
-# ones (scan_launch.cuh's ScanPart), so the pairs and their parts compile in parallel
-unit_part = $(if $(filter scan_%,$(1)),plain,flagged)
-unit_pair = $(patsubst scan_%,%,$(patsubst flagged_%,%,$(1)))
+# the scan units of each dtype pair (src/dtypes.h; UNITS above): unit PART_DIR_PAIR defines
+# scan_launch.cuh's entry point for that part and direction, so the pairs and their parts compile in
+# parallel
+unit_part = $(word 1,$(subst _, ,$(1)))
+unit_dir  = $(word 2,$(subst _, ,$(1)))
+unit_pair = $(patsubst $(call unit_part,$(1))_$(call unit_dir,$(1))_%,%,$(1))
 $(BUILD)/gen/%.cu: src/dtypes.h
 	@mkdir -p $(dir $@)
-	@{ printf '// generated from src/dtypes.h: the $(call unit_part,$*) scan kernels of one dtype pair\n#include "scan_launch.cuh"\n'; \
-	   sed -n 's/^ *X(\($(call unit_pair,$*),[^)]*\)).*/CUSCAN_DEFINE_PAIR($(call unit_part,$*), \1)/p' src/dtypes.h; } > $@
+	@{ printf '// generated from src/dtypes.h: the $(call unit_part,$*) scan kernels of one dtype pair, $(call unit_dir,$*)\n#include "scan_launch.cuh"\n'; \
+	   sed -n 's/^ *X(\($(call unit_pair,$*),[^)]*\)).*/CUSCAN_DEFINE_UNIT($(call unit_part,$*), $(call unit_dir,$*), \1)/p' src/dtypes.h; } > $@
 
 $(OBJ)/gen/%.o: $(BUILD)/gen/%.cu $(CUH) $(HDRS)
 	@mkdir -p $(dir $@)
-	@echo "[$(call step,$@)/$(NSTEPS)] CUDA $(call unit_part,$*) scan kernels $(call unit_pair,$*)"
+	@echo "[$(call step,$@)/$(NSTEPS)] CUDA $(call unit_part,$*) scan kernels $(call unit_pair,$*) ($(call unit_dir,$*))"
 	$(Q)$(NVCC) $(NV_ALL) -c $< -o $@
 
 $(LIB): $(OBJS) $(LINKED)

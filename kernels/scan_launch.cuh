@@ -1,13 +1,14 @@
 // scan_launch.cuh - the CUDA side's half of the plan: picks the kernel family for a scan plan
 // (rows, columns or slabs; tuning.cuh holds the thresholds), then the family's mode, tile and grid,
-// and launches it. One instance per dtype pair lives in a generated unit (see the Makefile), so the
-// pairs compile in parallel. CUSCAN_FORCE_FAMILY overrides the family (and mode) where it applies;
+// and launches it. Each dtype pair's instances live in generated units, a part and a direction
+// each (see launch_unit and the Makefile), so that they compile in parallel. CUSCAN_FORCE_FAMILY overrides the family (and mode) where it applies;
 // CUSCAN_LOG=plan and cs_scan_explain print the choice.
 //
 // Instances per pair (what the build pays for): cumsum and cumprod as ScanSpec, by direction and
 // mask; and, only where the pair's OPS bits allow, three flagged ops (scan_ops.cuh) by direction
 // alone (mask and reset are run-time switches there): segmented cumsum / cumprod (chosen at run
-// time), logcumsumexp, and cummax / cummin (chosen at run time).
+// time), logcumsumexp, and cummax / cummin (chosen at run time). Each of these, by direction, is a
+// unit of its own (launch_unit).
 #pragma once
 #include <cstdio>
 #include <cstring>
@@ -620,89 +621,104 @@ cs_status launch_spec(const cs_scan_plan *p, cudaStream_t stream, Family family,
     }
 }
 
-// cumsum and cumprod: an instance by direction and mask.
-template <class P, int OP, typename InT, typename AccT, typename OutT>
-cs_status launch_op(const cs_scan_plan *p, cudaStream_t stream)
+// cumsum and cumprod: one instance of a direction and mask (a unit holds one).
+template <class P, int OP, typename InT, typename AccT, typename OutT, bool REV, bool MSK>
+cs_status launch_op_as(const cs_scan_plan *p, cudaStream_t stream)
 {
-    return with_bool(p->reverse, [&](auto rev) {
-        return with_bool(p->mask != nullptr, [&](auto msk) {
-            using S = ScanSpec<P, OP, InT, AccT, OutT, decltype(rev)::value, decltype(msk)::value>;
-            const char *mode;
-            const Family family = choose_family<P>(p, sizeof(InT), sizeof(OutT), false, SlabScan<S>::TILE, &mode);
-            return launch_spec<S>(p, stream, family, mode);
-        });
-    });
+    using S = ScanSpec<P, OP, InT, AccT, OutT, REV, MSK>;
+    const char *mode;
+    const Family family = choose_family<P>(p, sizeof(InT), sizeof(OutT), false, SlabScan<S>::TILE, &mode);
+    return launch_spec<S>(p, stream, family, mode);
 }
 
-// The flagged ops: an instance by direction.
-template <class P, class Base, typename InT, typename OutT>
-cs_status launch_flagged(const cs_scan_plan *p, cudaStream_t stream)
+// The flagged ops: one instance of a direction (mask and reset are run-time switches there).
+template <class P, class Base, typename InT, typename OutT, bool REV>
+cs_status launch_flagged_as(const cs_scan_plan *p, cudaStream_t stream)
 {
     const char *mode;
     const Family family = choose_family<P>(p, sizeof(InT), sizeof(OutT), true, 0, &mode);
+    using S = FlaggedSpec<P, Base, InT, OutT, REV>;
+    return launch_spec<S>(p, stream, family, mode);
+}
+
+// Both directions (the tuning harnesses of bench/tune call the flagged ops this way).
+template <class P, class Base, typename InT, typename OutT>
+cs_status launch_flagged(const cs_scan_plan *p, cudaStream_t stream)
+{
     return with_bool(p->reverse, [&](auto rev) {
-        using S = FlaggedSpec<P, Base, InT, OutT, decltype(rev)::value>;
-        return launch_spec<S>(p, stream, family, mode);
+        return launch_flagged_as<P, Base, InT, OutT, decltype(rev)::value>(p, stream);
     });
 }
 
-// A pair's scans come in two compilation units (each a parallel build step, and half the time of
-// one): the plain ones (cumsum and cumprod without resets) and the flagged ones (resets, cummax and
-// cummin, logcumsumexp). scan_part says which unit a plan goes to.
-enum class ScanPart { plain, flagged };
+// A pair's scans come in ten compilation units, a part and a direction each, so that the build's
+// longest step is a tenth of a pair rather than half of one: the plain cumsum and cumprod unmasked
+// and masked, and the flagged scans (segmented cumsum / cumprod, logcumsumexp, cummax / cummin).
+// A part the pair's OPS bits leave out has no unit (the Makefile lists them; scan_dispatch.cu
+// calls only those). scan_part says which part a plan goes to; p->reverse the direction.
+enum class ScanPart { plain, masked, reset, lse, maxmin };
 inline ScanPart scan_part(const cs_scan_plan *p)
 {
-    return (p->op == CS_SCAN_SUM || p->op == CS_SCAN_PROD) && !p->reset ? ScanPart::plain : ScanPart::flagged;
+    if (p->op == CS_SCAN_SUM || p->op == CS_SCAN_PROD) return p->reset ? ScanPart::reset : p->mask ? ScanPart::masked : ScanPart::plain;
+    return p->op == CS_SCAN_LOGSUMEXP ? ScanPart::lse : ScanPart::maxmin;
 }
 
-template <typename InT, typename AccT, typename OutT, unsigned OPS, ScanPart PART>
-cs_status launch_pair(const cs_scan_plan *p, int compute_capability)
+inline cs_status unsupported_scan(const cs_scan_plan *p)
+{
+    return cs_fail(CS_ERR_UNSUPPORTED, "scan op %d of %s into %s%s is not supported on CUDA", (int)p->op,
+                   cs_dtype_name(p->in_dtype), cs_dtype_name(p->out_dtype), p->indices ? " with indices" : "");
+}
+
+template <typename InT, typename AccT, typename OutT, unsigned OPS, ScanPart PART, bool REV>
+cs_status launch_unit(const cs_scan_plan *p, int compute_capability)
 {
     cudaStream_t stream = (cudaStream_t)cs_cuda_stream_handle();
     return with_tuning(compute_capability, [&](auto policy) {
         using P = decltype(policy);
-        constexpr bool plain = PART == ScanPart::plain;
         const bool maxmin = p->op == CS_SCAN_MAX || p->op == CS_SCAN_MIN;
-        if ((unsigned)p->op < 32 && CS_OPS_HAS(OPS, p->op) && (!p->indices || maxmin)) {
-            if (scan_part(p) == ScanPart::plain) {
-                if constexpr (plain) {
-                    if (p->op == CS_SCAN_PROD) {
-                        if constexpr (CS_OPS_HAS(OPS, CS_SCAN_PROD)) return launch_op<P, CS_SCAN_PROD, InT, AccT, OutT>(p, stream);
-                    } else {
-                        if constexpr (CS_OPS_HAS(OPS, CS_SCAN_SUM)) return launch_op<P, CS_SCAN_SUM, InT, AccT, OutT>(p, stream);
-                    }
+        if ((unsigned)p->op < 32 && CS_OPS_HAS(OPS, p->op) && (!p->indices || maxmin) && scan_part(p) == PART &&
+            p->reverse == REV) {
+            if constexpr (PART == ScanPart::plain || PART == ScanPart::masked) {
+                constexpr bool MSK = PART == ScanPart::masked;
+                if (p->op == CS_SCAN_PROD) {
+                    if constexpr (CS_OPS_HAS(OPS, CS_SCAN_PROD)) return launch_op_as<P, CS_SCAN_PROD, InT, AccT, OutT, REV, MSK>(p, stream);
+                } else {
+                    if constexpr (CS_OPS_HAS(OPS, CS_SCAN_SUM)) return launch_op_as<P, CS_SCAN_SUM, InT, AccT, OutT, REV, MSK>(p, stream);
                 }
-            } else if constexpr (!plain) {
-                if (p->op == CS_SCAN_SUM || p->op == CS_SCAN_PROD) {   // with resets
-                    if constexpr ((OPS & (CS_OPS_SUM | CS_OPS_PROD)) != 0)
-                        return launch_flagged<P, ArithOp<AccT>, InT, OutT>(p, stream);
-                } else if (p->op == CS_SCAN_LOGSUMEXP) {
-                    if constexpr ((OPS & CS_OPS_LSE) != 0) return launch_flagged<P, LseOp, InT, OutT>(p, stream);
-                } else if (maxmin) {
-                    if constexpr ((OPS & CS_OPS_MAXMIN) != 0) {
-                        static_assert(std::is_same_v<InT, OutT>, "cummax and cummin keep the input's dtype");
-                        return launch_flagged<P, MaxMinOp<InT>, InT, OutT>(p, stream);
-                    }
-                }
+            } else if constexpr (PART == ScanPart::reset) {
+                if constexpr ((OPS & (CS_OPS_SUM | CS_OPS_PROD)) != 0)
+                    return launch_flagged_as<P, ArithOp<AccT>, InT, OutT, REV>(p, stream);
+            } else if constexpr (PART == ScanPart::lse) {
+                if constexpr ((OPS & CS_OPS_LSE) != 0) return launch_flagged_as<P, LseOp, InT, OutT, REV>(p, stream);
+            } else if constexpr ((OPS & CS_OPS_MAXMIN) != 0) {
+                static_assert(std::is_same_v<InT, OutT>, "cummax and cummin keep the input's dtype");
+                return launch_flagged_as<P, MaxMinOp<InT>, InT, OutT, REV>(p, stream);
             }
         }
-        return cs_fail(CS_ERR_UNSUPPORTED, "scan op %d of %s into %s%s is not supported on CUDA", (int)p->op,
-                       cs_dtype_name(p->in_dtype), cs_dtype_name(p->out_dtype), p->indices ? " with indices" : "");
+        return unsupported_scan(p);
     });
 }
 
-// The entry points of one pair's two units, declared for scan_dispatch.cu.
-#define CUSCAN_DECLARE_PAIR(NAME, IN, OUT, IN_T, ACC_T, OUT_T, OPS)                \
-    cs_status scan_plain_##NAME(const cs_scan_plan *p, int compute_capability);   \
-    cs_status scan_flagged_##NAME(const cs_scan_plan *p, int compute_capability);
+// The entry points of one pair's units, declared for scan_dispatch.cu (which calls only those the
+// pair's OPS bits give a unit).
+#define CUSCAN_DECLARE_UNIT(PART, NAME)                                               \
+    cs_status scan_##PART##_fwd_##NAME(const cs_scan_plan *p, int compute_capability); \
+    cs_status scan_##PART##_rev_##NAME(const cs_scan_plan *p, int compute_capability);
+#define CUSCAN_DECLARE_PAIR(NAME, IN, OUT, IN_T, ACC_T, OUT_T, OPS) \
+    CUSCAN_DECLARE_UNIT(plain, NAME)                                \
+    CUSCAN_DECLARE_UNIT(masked, NAME)                               \
+    CUSCAN_DECLARE_UNIT(reset, NAME)                                \
+    CUSCAN_DECLARE_UNIT(lse, NAME)                                  \
+    CUSCAN_DECLARE_UNIT(maxmin, NAME)
 CS_SCAN_PAIRS(CUSCAN_DECLARE_PAIR)
 
 }  // namespace cuscan
 
-// Defines one of a pair's entry points (PART: plain or flagged) from its row of src/dtypes.h (a
-// generated unit holds one).
-#define CUSCAN_DEFINE_PAIR(PART, NAME, IN, OUT, IN_T, ACC_T, OUT_T, OPS)                          \
-    cs_status cuscan::scan_##PART##_##NAME(const cs_scan_plan *p, int compute_capability)        \
-    {                                                                                             \
-        return launch_pair<IN_T, ACC_T, OUT_T, OPS, ScanPart::PART>(p, compute_capability);      \
+// Defines one unit's entry point (PART: plain, masked, reset, lse or maxmin; DIR: fwd or rev) from
+// its pair's row of src/dtypes.h (a generated unit holds one).
+#define CUSCAN_DIR_fwd false
+#define CUSCAN_DIR_rev true
+#define CUSCAN_DEFINE_UNIT(PART, DIR, NAME, IN, OUT, IN_T, ACC_T, OUT_T, OPS)                          \
+    cs_status cuscan::scan_##PART##_##DIR##_##NAME(const cs_scan_plan *p, int compute_capability)     \
+    {                                                                                                 \
+        return launch_unit<IN_T, ACC_T, OUT_T, OPS, ScanPart::PART, CUSCAN_DIR_##DIR>(p, compute_capability); \
     }

@@ -1,10 +1,12 @@
 /* dtypes.h - the one list of scan dtype pairs. Every place that depends on which (input, output)
  * pairs a scan supports expands this list: the C check (scan.c), the CPU dispatch (cpu/scan.c), the
- * CUDA dispatch (kernels/scan_dispatch.cu) and the CUDA compilation units, two per pair (its plain
- * and its flagged scans), that the Makefile generates from the NAME column. Adding a pair is one line here.
+ * CUDA dispatch (kernels/scan_dispatch.cu) and the CUDA compilation units that the Makefile
+ * generates from the NAME and OPS columns, one per part the pair's ops allow (plain, masked and
+ * segmented sums and products, logcumsumexp, cummax / cummin) and direction. Adding a pair is one
+ * line here.
  *
  * X(NAME, IN, OUT, IN_T, ACC_T, OUT_T, OPS)
- *   NAME   short name, also the compilation units' names (build/gen/scan_NAME.cu, flagged_NAME.cu)
+ *   NAME   short name, also in the compilation units' names (build/gen/PART_DIR_NAME.cu)
  *   IN/OUT the cs_dtype values; IN_T/OUT_T their element types (bool is unsigned char; float16 and
  *          bfloat16 are half.h's cs_float16_t and cs_bfloat16_t: CUDA's types in kernels, bits in C)
  *   ACC_T  the type the scan accumulates in: double for every float input, so each float output is
