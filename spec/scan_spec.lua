@@ -294,3 +294,68 @@ H.each_device("scan shorthands", function(dev, it)
     assert.tensor_equal(m:sum(2):to("float32"), counts:select(2, -1))
   end)
 end)
+
+H.each_device("scans into other elements of x's storage", function(dev, it)
+  -- Columns, column blocks and interleaved rows of one tensor share its storage and its address
+  -- range but not a single element: a scan may write one into another. Elements in common are
+  -- still refused.
+  it("one column into another, column blocks, stride-2 rows; initial values from a third column", function()
+    local seed = H.seed_for("disjoint out " .. dev)
+    H.replay(seed, "disjoint out", function()
+      local rng = H.rng(seed)
+      for _, dt in ipairs({ "float64", "int32" }) do
+        for _, op in ipairs({ "sum", "prod" }) do
+          local bv = H.random_table(rng, { 7, 6 }, dt, op)
+          local col = function(j) local c = {} for i = 1, 7 do c[i] = bv[i][j] end return c end
+          local block = function(j0) local b = {} for i = 1, 7 do b[i] = { bv[i][j0], bv[i][j0 + 1] } end return b end
+          local opts = { reverse = rng:bool(), exclusive = rng:bool() }
+          local ref = { op = op, reverse = opts.reverse, exclusive = opts.exclusive, dtype = dt }
+
+          local base = cs.tensor(bv, { dtype = dt, device = dev })
+          local out = base:select(2, 6)
+          assert.is_true(rawequal(out, cs[FN[op]](base:select(2, 1), 1,
+            { reverse = opts.reverse, exclusive = opts.exclusive, out = out })))
+          H.assert_result(H.scan_ref(col(1), 1, ref), base:select(2, 6), dt, op, 7)
+          H.assert_result(col(1), base:select(2, 1), dt, op, 7)
+
+          base = cs.tensor(bv, { dtype = dt, device = dev })
+          cs[FN[op]](base:narrow(2, 1, 2), 1, { reverse = opts.reverse, exclusive = opts.exclusive,
+                                               out = base:narrow(2, 4, 2) })
+          H.assert_result(H.scan_ref(block(1), 1, ref), base:narrow(2, 4, 2), dt, op, 7)
+          H.assert_result(block(1), base:narrow(2, 1, 2), dt, op, 7)
+
+          -- rows 1, 3, 5 scanned along dim 2 into rows 2, 4, 6
+          base = cs.tensor(bv, { dtype = dt, device = dev })
+          local rows = base:narrow(1, 1, 6):reshape({ 3, 2, 6 })
+          local xv = { bv[1], bv[3], bv[5] }
+          cs[FN[op]](rows:select(2, 1), 2, { reverse = opts.reverse, exclusive = opts.exclusive, out = rows:select(2, 2) })
+          H.assert_result(H.scan_ref(xv, 2, ref), rows:select(2, 2), dt, op, 6)
+          H.assert_result(xv, rows:select(2, 1), dt, op, 6)
+
+          -- a carry-in read from column 3 while columns 4..5 are written
+          base = cs.tensor(bv, { dtype = dt, device = dev })
+          local init = dt == "float64" and base:select(2, 3) or base:select(2, 3):to("int64")
+          local iv = col(3)
+          local want = {}
+          for i = 1, 7 do
+            local r = H.scan_ref({ bv[i][1], bv[i][2] }, 1, { op = op, reverse = opts.reverse, exclusive = opts.exclusive,
+                                                              initial = iv[i], dtype = dt })
+            want[i] = r
+          end
+          cs[FN[op]](base:narrow(2, 1, 2), 2, { reverse = opts.reverse, exclusive = opts.exclusive, initial = init,
+                                               out = base:narrow(2, 4, 2) })
+          H.assert_result(want, base:narrow(2, 4, 2), dt, op, 2)
+        end
+      end
+    end)
+  end)
+
+  it("an out sharing some of x's elements is still refused, and x is left as it was", function()
+    local base = cs.arange(1, 31, { device = dev }):reshape({ 5, 6 })
+    local before = base:clone()
+    H.raises(function() base:narrow(2, 1, 3):cumsum(1, { out = base:narrow(2, 3, 3) }) end, { "out: overlaps x partially" })
+    H.raises(function() base:select(2, 2):cumsum(1, { out = base:select(1, 2):narrow(1, 1, 5) }) end, { "out: overlaps x partially" })
+    H.raises(function() base:narrow(2, 1, 2):cumsum(2, { initial = base:select(2, 2), out = base:narrow(2, 2, 2) }) end, { "overlap" })
+    assert.tensor_equal(before, base)
+  end)
+end)

@@ -111,6 +111,8 @@ H.each_device("flip, permute, squeeze, unsqueeze", function(dev, it)
     H.raises(function() x:flip({ 1, -2 }) end, { "flip: dims: dim 1 is named twice" })
     H.raises(function() x:flip(3) end, { "flip: dims: 3 is out of range" })
     H.raises(function() x:flip({ 1, "a" }) end, { "flip: dims[2]: expected an integer dim" })
+    -- as in PyTorch, dims are required ({} flips nothing)
+    H.raises(function() x:flip() end, { "flip: dims: expected a dim, a table of dims or separate dims, got nothing" })
   end)
 
   it("permute is a view with the dims in the order given", function()

@@ -176,8 +176,9 @@ void *cs_tensor_host_data(const cs_tensor *t);
  * view of the storage lives. NULL for released tensors and for storages of no bytes. */
 void *cs_tensor_data(const cs_tensor *t);
 
-/* How two tensors' element ranges relate: 0 disjoint, 1 the very same view (same storage, offset,
- * shape and strides), 2 overlapping some other way (or possibly so). */
+/* How two tensors' elements relate: 0 no byte in common (views that interleave, such as two columns
+ * of one matrix, included), 1 the very same view (same storage, offset, shape and strides), 2 sharing
+ * bytes some other way (or possibly so, for views too intricate to settle in a bounded search). */
 int cs_tensor_overlap(const cs_tensor *a, const cs_tensor *b);
 
 /* ---- filling and moving data ------------------------------------------------------------------- */

@@ -250,6 +250,69 @@ static void byte_range(const cs_tensor *t, uintptr_t *lo, uintptr_t *hi)
     *hi = (uintptr_t)t->storage->data + (size_t)(last + 1) * es;
 }
 
+/* Two views of one storage touch a common byte when some index of each lands there:
+ *     sum_k wa_k i_k - sum_k wb_k j_k + (u - v) = start(b) - start(a)
+ * with 0 <= i_k < a's sizes, 0 <= j_k < b's sizes (w: strides in bytes) and u, v the bytes within
+ * an element. Interleaved views (one column and another, even and odd rows) have overlapping address
+ * ranges but no such solution. Terms of one weight merge into one range; the search takes the
+ * heaviest first and keeps only the values that leave the rest of the sum able to reach the
+ * target, so the strided views met in practice settle in a few steps. Past a budget of steps it
+ * answers "may overlap", which is never wrong for the callers. */
+typedef struct overlap_term { int64_t w, lo, hi; } overlap_term;
+
+static int64_t floor_div(int64_t a, int64_t b) { return a / b - (a % b != 0 && (a < 0) != (b < 0)); }
+static int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
+
+/* 1 when sum t[k].w * z_k == target has a solution with t[k].lo <= z_k <= t[k].hi (or the budget
+ * ran out); rest_lo[k] and rest_hi[k] bound the sum of the terms after k. */
+static int overlap_reach(const overlap_term *t, int n, int64_t target, const int64_t *rest_lo,
+                         const int64_t *rest_hi, int64_t *budget)
+{
+    if (n == 0) return target == 0;
+    if (--*budget < 0) return 1;
+    int64_t lo = ceil_div(target - rest_hi[0], t[0].w), hi = floor_div(target - rest_lo[0], t[0].w);
+    if (lo < t[0].lo) lo = t[0].lo;
+    if (hi > t[0].hi) hi = t[0].hi;
+    for (int64_t z = lo; z <= hi; z++)
+        if (overlap_reach(t + 1, n - 1, target - t[0].w * z, rest_lo + 1, rest_hi + 1, budget)) return 1;
+    return 0;
+}
+
+static int share_bytes(const cs_tensor *a, const cs_tensor *b)
+{
+    overlap_term t[2 * CS_MAX_DIMS + 1];
+    int n = 0;
+    const int64_t ea = (int64_t)cs_dtype_size(a->dtype), eb = (int64_t)cs_dtype_size(b->dtype);
+    const cs_tensor *v[2] = { a, b };
+    for (int s = 0; s < 2; s++)
+        for (int d = 0; d < v[s]->ndim; d++) {
+            const int64_t w = v[s]->strides[d] * (s ? eb : ea), span = v[s]->shape[d] - 1;
+            if (w == 0 || span == 0) continue;
+            int k = 0;
+            while (k < n && t[k].w != w) k++;
+            if (k == n) t[n++] = (overlap_term){ w, 0, 0 };
+            if (s) t[k].lo -= span;
+            else t[k].hi += span;
+        }
+    t[n++] = (overlap_term){ 1, -(eb - 1), ea - 1 };
+    for (int i = 1; i < n; i++) {   /* heaviest first */
+        overlap_term x = t[i];
+        int j = i - 1;
+        while (j >= 0 && t[j].w < x.w) { t[j + 1] = t[j]; j--; }
+        t[j + 1] = x;
+    }
+    int64_t rest_lo[2 * CS_MAX_DIMS + 1], rest_hi[2 * CS_MAX_DIMS + 1];
+    int64_t lo = 0, hi = 0;
+    for (int k = n - 1; k >= 0; k--) {
+        rest_lo[k] = lo;
+        rest_hi[k] = hi;
+        lo += t[k].w * t[k].lo;
+        hi += t[k].w * t[k].hi;
+    }
+    int64_t budget = 1 << 16;
+    return overlap_reach(t, n, b->offset * eb - a->offset * ea, rest_lo, rest_hi, &budget);
+}
+
 int cs_tensor_overlap(const cs_tensor *a, const cs_tensor *b)
 {
     if (!a->storage || !b->storage || a->storage != b->storage) return 0;
@@ -261,5 +324,6 @@ int cs_tensor_overlap(const cs_tensor *a, const cs_tensor *b)
     uintptr_t alo, ahi, blo, bhi;
     byte_range(a, &alo, &ahi);
     byte_range(b, &blo, &bhi);
-    return (alo < bhi && blo < ahi) ? 2 : 0;
+    if (!(alo < bhi && blo < ahi)) return 0;
+    return share_bytes(a, b) ? 2 : 0;
 }

@@ -319,8 +319,8 @@ local ENTRIES = {
       boolean); x[i] = v sets that slice to v, a number or boolean (checked as x:fill checks it) or
       a tensor broadcasting to its shape; #x is the size of dim 1. i is 1-based, negative from the
       end.]],
-    [[x is 0-d; i out of range, 0 or fractional; v as for x:fill, or a tensor that does not
-      broadcast.]] },
+    [[x is 0-d; i out of range, 0, fractional or not a number (only names read as fields); v as
+      for x:fill, or a tensor that does not broadcast.]] },
   { "Views and copies", { "x:reshape" }, "x:reshape(shape)",
     [[x with a new shape of the same element count (one size may be -1, inferred): a view when x's
       strides allow one, else a contiguous copy.]],
@@ -371,7 +371,7 @@ local ENTRIES = {
     [[A copy of x with the order of its elements reversed along each of dims: one dim, a table of
       dims or separate numbers (x:flip(1), x:flip({1, 2})). A copy, as in PyTorch: views have
       strides >= 0. (A scan with reverse = true scans from the end without one.)]],
-    [[A dim out of range or named twice.]] },
+    [[No dims given; a dim out of range or named twice.]] },
 
   { "Element-wise", { "x:add" }, "x:add(y) / x + y",
     [[Element-wise sum; y is a tensor or a number. Shapes broadcast as in numpy; dtypes promote as in

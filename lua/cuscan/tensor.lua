@@ -84,6 +84,9 @@ mt.__index = function(x, k)
     return core.device_of(check_tensor(x, "device_type", "x", true)) == core.CPU and "cpu" or "cuda"
   end
   if type(k) == "number" then return get_index(x, k) end
+  -- only names read as missing fields; any other key (an int64_t index, say) would otherwise be
+  -- a silent nil where an element was meant
+  if type(k) ~= "string" then index_view(x, k, "x[i]") end
   return nil
 end
 mt.__newindex = function(x, k, v)

@@ -41,6 +41,9 @@ end
 -- list of dims, 1-based, negative from the end).
 function M.flip(x, ...)
   local xh = check_tensor(x, "flip", "x")
+  if select("#", ...) == 0 then
+    raise("flip: dims: expected a dim, a table of dims or separate dims, got nothing ({} flips no dim)")
+  end
   local dims = list_arg("flip", "dims", ...)
   local nd = core.ndim_of(xh)
   local mask, seen = 0, {}
