@@ -257,7 +257,8 @@ static void byte_range(const cs_tensor *t, uintptr_t *lo, uintptr_t *hi)
  * ranges but no such solution. Terms of one weight merge into one range; the search takes the
  * heaviest first and keeps only the values that leave the rest of the sum able to reach the
  * target, so the strided views met in practice settle in a few steps. Past a budget of steps it
- * answers "may overlap", which is never wrong for the callers. */
+ * answers "may overlap", which is never wrong for the callers. (Strides are never negative: views
+ * and DLPack imports refuse them, so every term's weight is positive.) */
 typedef struct overlap_term { int64_t w, lo, hi; } overlap_term;
 
 static int64_t floor_div(int64_t a, int64_t b) { return a / b - (a % b != 0 && (a < 0) != (b < 0)); }
