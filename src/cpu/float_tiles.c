@@ -119,7 +119,7 @@ AVX2_INLINE __m256d mask_f64(__m256d v, const unsigned char *m, __m256d masked)
 /* mask_f32 on AVX-512: the 8 mask bytes tested into a mask register, v kept where they are set */
 AVX512_INLINE __m256 mask_f32_k(__m256 v, const unsigned char *m, __m256 masked)
 {
-    __asm__("" : "+x"(v));
+    __asm__("" : "+v"(v)); /* (any of the 32 registers: "x" would tie v to the first 16) */
     const __m128i b = _mm_loadl_epi64((const __m128i *)m);
     return _mm256_mask_blend_ps((__mmask8)_mm_test_epi8_mask(b, b), masked, v);
 }
@@ -719,7 +719,7 @@ FLOAT_KERNELS(_avx2, AVX2_INLINE, _f32) /* only its rows are used */
 FLOAT_KERNELS(_avx512, AVX512_INLINE, _f16)
 FLOAT_KERNELS(_avx512, AVX512_INLINE, _bf16)
 
-/* Unmasked half tiles with each step's 8 outputs converted on their own (_f16n: float16 columns;
+/* Half tiles (columns masked or not, rows unmasked) with each step's 8 outputs converted on their own (_f16n: float16 columns;
  * _bf16n: bfloat16 rows' blocks of 32 steps and columns, on AVX512-BF16); their entries further on */
 enum { ONE_f16n = 0x3c00, ONE_bf16n = 0x3f80 }; /* 1.0, the products' identity */
 
@@ -808,11 +808,12 @@ AVX512_INLINE __m128i fold8_f16n(__m256 v, __m512d *acc, const int PROD, const i
 }
 #define load8_f16n load8_f16
 
-/* Columns, unmasked: lines [l0, l1) over every step, 4 steps a pass, stored once the pass is folded
+/* Columns: lines [l0, l1) over every step, 4 steps a pass, stored once the pass is folded
  * (again in its exact form where fold8 says); streamed, 32 lines a group (l1 - l0 a multiple of
  * them), whose 4 x 8 halves of a step are joined in registers into one 64-byte line (a line read
  * back from a buffer of 16-byte stores waits for them to reach the cache). The fold's operands in
- * the order of these tiles' outputs (acc first but in exclusive scans). */
+ * the order of these tiles' outputs (acc first but in exclusive scans). A masked-out element is
+ * replaced by the op's identity as it loads, as in the AVX-512 entries' columns. */
 #define COLS_N_PASS(IO, EXACT)                                                                      \
     do {                                                                                            \
         for (int g = 0; g < G; g++) s[g] = _mm512_loadu_pd(acc + l + 8 * g);                        \
@@ -820,7 +821,9 @@ AVX512_INLINE __m128i fold8_f16n(__m256 v, __m512d *acc, const int PROD, const i
             if (i >= ns) break;                                                                     \
             const int64_t k = k0 + i;                                                               \
             for (int g = 0; g < G; g++) {                                                           \
-                h[i][g] = fold8##IO(load8##IO(x + k * xs + l + 8 * g), &s[g], PROD, EXCL, !EXCL, EXACT, &odd); \
+                __m256 v = load8##IO(x + k * xs + l + 8 * g);                                       \
+                if (MASKED) v = mask8_avx512(v, m + k * ms + l + 8 * g, masked);                    \
+                h[i][g] = fold8##IO(v, &s[g], PROD, EXCL, !EXCL, EXACT, &odd);                      \
                 if (EXCL && k == 0 && empty)                                                        \
                     h[i][g] = empty8_packed(h[i][g], PROD ? ONE##IO : 0, empty - l - 8 * g);        \
             }                                                                                       \
@@ -831,10 +834,11 @@ AVX512_INLINE __m128i fold8_f16n(__m256 v, __m512d *acc, const int PROD, const i
                          const int EXCL, const int BACK, const int MASKED, const int STREAM)        \
     {                                                                                               \
         (void)BACK;                                                                                 \
-        if (MASKED) return; /* never called so: see TILE_COLS_N */                                  \
         const uint16_t *const x = a->x;                                                             \
         uint16_t *const y = a->y;                                                                   \
-        const int64_t xs = a->xs, ys = a->ys, n = a->n, empty = a->empty;                           \
+        const unsigned char *const m = a->m;                                                        \
+        const __m256 masked = _mm256_set1_ps(PROD ? 1.0f : 0.0f);                                   \
+        const int64_t xs = a->xs, ys = a->ys, ms = a->ms, n = a->n, empty = a->empty;               \
         const int G = STREAM ? 4 : 1; /* groups of 8 lines a pass */                                \
         for (int64_t k0 = 0; k0 < n; k0 += 4) {                                                     \
             const int ns = n - k0 < 4 ? (int)(n - k0) : 4;                                          \
@@ -1092,9 +1096,9 @@ ENTRIES(_avx512, AVX512, tile_rows_f32_f64, COLS_OF_AVX512, ROWS_OF_AVX512, mixe
 
 /* Half tiles through the _f16n and _bf16n kernels (float16 columns; bfloat16 rows and columns on
  * AVX512-BF16): the blocks of 32 steps of rows, the groups of 8 lines of columns. The steps or lines
- * after them (a tile of their own), masked tiles and tiles whose streamed part comes after a peel
- * go to the AVX-512 entries, which do them in the same code as they would in the whole tile (the
- * same outputs, NaN payloads included). Rows: the kernel's 16 forms make a function large enough
+ * after them (a tile of their own), masked rows, masked float16 columns and tiles whose streamed
+ * part comes after a peel go to the AVX-512 entries, which do them in the same code as they would
+ * in the whole tile (the same outputs, NaN payloads included). Rows: the kernel's 16 forms make a function large enough
  * that the compiler stops unrolling the steps unless told to (UNROLL_bf16n), and then keeps rows32's
  * outputs on the stack. */
 AVX512BF16 static void tile_rows_bf16n(const cs_float_tile *a, double *acc)
@@ -1118,15 +1122,17 @@ AVX512BF16 static void tile_rows_bf16n(const cs_float_tile *a, double *acc)
     }
 }
 
-/* columns: lines after the last group of 8 a tile of their own */
-#define TILE_COLS_N(IO, TARGET, REST)                                                               \
+/* columns: lines after the last group of 8 a tile of their own. MASKS: masked tiles here too (bfloat16,
+ * whose AVX-512 entry rounds each output through more steps; float16's masked columns run faster
+ * there) */
+#define TILE_COLS_N(IO, TARGET, REST, MASKS)                                                        \
     TARGET static void tile_cols##IO(const cs_float_tile *a, double *acc)                           \
     {                                                                                               \
         const int64_t peel = a->stream ? aligned_from(a->y, 2, 32, 0, a->ys, 0) : -1;               \
         const int stream = peel >= 0 && peel + 32 <= a->lines;                                      \
         const int64_t streamed = stream ? a->lines / 32 * 32 : 0;                                   \
         const int64_t end = streamed + (a->lines - streamed) / 8 * 8;                               \
-        if (a->m || (stream && peel) || end == 0) {                                                 \
+        if ((a->m && !MASKS) || (stream && peel) || end == 0) {                                     \
             REST(a, acc);                                                                           \
             return;                                                                                 \
         }                                                                                           \
@@ -1135,14 +1141,15 @@ AVX512BF16 static void tile_rows_bf16n(const cs_float_tile *a, double *acc)
         if (end < a->lines) {                                                                       \
             cs_float_tile b = *a;                                                                   \
             b.x = (const uint16_t *)a->x + end * a->xl;                                             \
+            b.m = a->m ? a->m + end * a->ml : NULL;                                                 \
             b.y = (uint16_t *)a->y + end * a->yl;                                                   \
             b.lines = a->lines - end;                                                               \
             b.empty = a->empty > end ? a->empty - end : 0;                                          \
             REST(&b, acc + end);                                                                    \
         }                                                                                           \
     }
-TILE_COLS_N(_f16n, AVX512, tile_cols_f16_avx512)
-TILE_COLS_N(_bf16n, AVX512BF16, tile_cols_bf16_avx512)
+TILE_COLS_N(_f16n, AVX512, tile_cols_f16_avx512, 0)
+TILE_COLS_N(_bf16n, AVX512BF16, tile_cols_bf16_avx512, 1)
 
 /* the entry of a kind of tile for a dtype */
 static tile_fn entry(int kind, int dtype)
