@@ -99,7 +99,7 @@ CUH  = $(wildcard kernels/*.cuh)
 
 .DELETE_ON_ERROR:
 .SECONDARY: $(UNITS:%=$(BUILD)/gen/%.cu)
-.PHONY: all announce test demo bench bench-plot repl readme install uninstall asan sanitize clean tools run-specs
+.PHONY: all announce test demo bench bench-plot repl readme install uninstall asan sanitize clean tools run-specs units
 all: announce $(LIB) $(CDEF)
 
 # A first CUDA build's seconds: the units' CPU time shared by the jobs, but no less than the longest
@@ -147,6 +147,10 @@ $(OBJ)/gen/%.o: $(BUILD)/gen/%.cu $(CUH) $(HDRS)
 	@mkdir -p $(dir $@)
 	@echo "[$(call step,$@)/$(NSTEPS)] CUDA $(call unit_part,$*) scan kernels $(call unit_pair,$*) ($(call unit_dir,$*))"
 	$(Q)$(NVCC) $(NV_ALL) -c $< -o $@
+
+# the scan units' names, one a line (spec/dispatch_spec.lua checks the dispatcher against them)
+units:
+	@printf '%s\n' $(UNITS)
 
 $(LIB): $(OBJS) $(LINKED)
 	@echo "[$(NSTEPS)/$(NSTEPS)] link $@"
