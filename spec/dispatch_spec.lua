@@ -6,13 +6,8 @@
 local H = require("spec.helpers")
 
 -- (subprocesses without the sanitizers `make asan` preloads into this process)
-local CLEAN = "env -u LD_PRELOAD "
-
-local function nvcc()
-  for _, p in ipairs({ os.getenv("NVCC") or "", "nvcc", "/usr/local/cuda/bin/nvcc" }) do
-    if p ~= "" and os.execute(CLEAN .. p .. " --version >/dev/null 2>&1") == 0 then return p end
-  end
-end
+local CLEAN = H.CLEAN_ENV
+local nvcc = H.nvcc
 
 local function slurp(cmd)
   local p = io.popen(cmd)

@@ -851,6 +851,15 @@ end
 
 -- An `it` that runs when why is nil, else makes pending tests that give why (env: the spec file's,
 -- when called from a helper).
+-- nvcc, for specs that build a host-side check of kernel code (no GPU needed), or nil; the command is
+-- run without the sanitizers `make asan` preloads into this process
+H.CLEAN_ENV = "env -u LD_PRELOAD "
+function H.nvcc()
+  for _, p in ipairs({ os.getenv("NVCC") or "", "nvcc", "/usr/local/cuda/bin/nvcc" }) do
+    if p ~= "" and os.execute(H.CLEAN_ENV .. p .. " --version >/dev/null 2>&1") == 0 then return p end
+  end
+end
+
 function H.it_unless(why, env)
   env = env or getfenv(2)
   if why == nil then return env.it end
