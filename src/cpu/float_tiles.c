@@ -719,8 +719,9 @@ FLOAT_KERNELS(_avx2, AVX2_INLINE, _f32) /* only its rows are used */
 FLOAT_KERNELS(_avx512, AVX512_INLINE, _f16)
 FLOAT_KERNELS(_avx512, AVX512_INLINE, _bf16)
 
-/* Half tiles (columns masked or not, rows unmasked) with each step's 8 outputs converted on their own (_f16n: float16 columns;
- * _bf16n: bfloat16 rows' blocks of 32 steps and columns, on AVX512-BF16); their entries further on */
+/* Half tiles (columns masked or not, rows unmasked) with each step's 8 outputs converted on their own
+ * (_f16n: float16 columns; _bf16n: bfloat16 rows' blocks of 32 steps and columns, on AVX512-BF16);
+ * their entries further on */
 enum { ONE_f16n = 0x3c00, ONE_bf16n = 0x3f80 }; /* 1.0, the products' identity */
 
 /* acc op w with acc as the first operand (ACC_FIRST) or the second. Where both are NaN, x86 keeps the
@@ -813,17 +814,26 @@ AVX512_INLINE __m128i fold8_f16n(__m256 v, __m512d *acc, const int PROD, const i
  * them), whose 4 x 8 halves of a step are joined in registers into one 64-byte line (a line read
  * back from a buffer of 16-byte stores waits for them to reach the cache). The fold's operands in
  * the order of these tiles' outputs (acc first but in exclusive scans). A masked-out element is
- * replaced by the op's identity as it loads, as in the AVX-512 entries' columns. */
+ * replaced by the op's identity as it loads, as in the AVX-512 entries' columns. A pass issues all
+ * its loads before its first fold: folded as they arrive, the masked and exclusive forms left the
+ * loads one at a time behind their folds (memory-bound, where the plain form was not). */
 #define COLS_N_PASS(IO, EXACT)                                                                      \
     do {                                                                                            \
         for (int g = 0; g < G; g++) s[g] = _mm512_loadu_pd(acc + l + 8 * g);                        \
+        __m256 v[4][4]; /* the pass's loads first, all in flight together */                       \
+        for (int i = 0; i < 4; i++)                                                                 \
+            for (int g = 0; g < 4; g++) {                                                           \
+                v[i][g] = _mm256_setzero_ps();                                                      \
+                if (i >= ns || g >= G) continue;                                                    \
+                const int64_t k = k0 + i;                                                           \
+                v[i][g] = load8##IO(x + k * xs + l + 8 * g);                                        \
+                if (MASKED) v[i][g] = mask8_avx512(v[i][g], m + k * ms + l + 8 * g, masked);        \
+            }                                                                                       \
         for (int i = 0; i < 4; i++) {                                                               \
             if (i >= ns) break;                                                                     \
             const int64_t k = k0 + i;                                                               \
             for (int g = 0; g < G; g++) {                                                           \
-                __m256 v = load8##IO(x + k * xs + l + 8 * g);                                       \
-                if (MASKED) v = mask8_avx512(v, m + k * ms + l + 8 * g, masked);                    \
-                h[i][g] = fold8##IO(v, &s[g], PROD, EXCL, !EXCL, EXACT, &odd);                      \
+                h[i][g] = fold8##IO(v[i][g], &s[g], PROD, EXCL, !EXCL, EXACT, &odd);                \
                 if (EXCL && k == 0 && empty)                                                        \
                     h[i][g] = empty8_packed(h[i][g], PROD ? ONE##IO : 0, empty - l - 8 * g);        \
             }                                                                                       \
@@ -1096,9 +1106,9 @@ ENTRIES(_avx512, AVX512, tile_rows_f32_f64, COLS_OF_AVX512, ROWS_OF_AVX512, mixe
 
 /* Half tiles through the _f16n and _bf16n kernels (float16 columns; bfloat16 rows and columns on
  * AVX512-BF16): the blocks of 32 steps of rows, the groups of 8 lines of columns. The steps or lines
- * after them (a tile of their own), masked rows, masked float16 columns and tiles whose streamed
- * part comes after a peel go to the AVX-512 entries, which do them in the same code as they would
- * in the whole tile (the same outputs, NaN payloads included). Rows: the kernel's 16 forms make a function large enough
+ * after them (a tile of their own), masked rows and tiles whose streamed part comes after a peel
+ * go to the AVX-512 entries, which do them in the same code as they would in the whole tile (the
+ * same outputs, NaN payloads included). Rows: the kernel's 16 forms make a function large enough
  * that the compiler stops unrolling the steps unless told to (UNROLL_bf16n), and then keeps rows32's
  * outputs on the stack. */
 AVX512BF16 static void tile_rows_bf16n(const cs_float_tile *a, double *acc)
@@ -1122,17 +1132,15 @@ AVX512BF16 static void tile_rows_bf16n(const cs_float_tile *a, double *acc)
     }
 }
 
-/* columns: lines after the last group of 8 a tile of their own. MASKS: masked tiles here too (bfloat16,
- * whose AVX-512 entry rounds each output through more steps; float16's masked columns run faster
- * there) */
-#define TILE_COLS_N(IO, TARGET, REST, MASKS)                                                        \
+/* columns: lines after the last group of 8 a tile of their own */
+#define TILE_COLS_N(IO, TARGET, REST)                                                               \
     TARGET static void tile_cols##IO(const cs_float_tile *a, double *acc)                           \
     {                                                                                               \
         const int64_t peel = a->stream ? aligned_from(a->y, 2, 32, 0, a->ys, 0) : -1;               \
         const int stream = peel >= 0 && peel + 32 <= a->lines;                                      \
         const int64_t streamed = stream ? a->lines / 32 * 32 : 0;                                   \
         const int64_t end = streamed + (a->lines - streamed) / 8 * 8;                               \
-        if ((a->m && !MASKS) || (stream && peel) || end == 0) {                                     \
+        if ((stream && peel) || end == 0) {                                                         \
             REST(a, acc);                                                                           \
             return;                                                                                 \
         }                                                                                           \
@@ -1148,8 +1156,8 @@ AVX512BF16 static void tile_rows_bf16n(const cs_float_tile *a, double *acc)
             REST(&b, acc + end);                                                                    \
         }                                                                                           \
     }
-TILE_COLS_N(_f16n, AVX512, tile_cols_f16_avx512, 0)
-TILE_COLS_N(_bf16n, AVX512BF16, tile_cols_bf16_avx512, 1)
+TILE_COLS_N(_f16n, AVX512, tile_cols_f16_avx512)
+TILE_COLS_N(_bf16n, AVX512BF16, tile_cols_bf16_avx512)
 
 /* the entry of a kind of tile for a dtype */
 static tile_fn entry(int kind, int dtype)
