@@ -611,11 +611,16 @@ INLINE void cols##IO##ISA(const cs_float_tile *a, double *acc, int64_t l0, int64
         for (int64_t lg = l0; lg < l1; lg += gl) {                                                             \
             for (int64_t l = lg; l < lg + gl; l += 8) {                                                        \
                 acc8##ISA s8 = load8##ISA(acc + l);                                                            \
+                __m256 in[4]; /* the pass's loads first, in flight together (see COLS_N_PASS) */               \
+                for (int s = 0; s < 4; s++) {                                                                  \
+                    in[s] = _mm256_setzero_ps();                                                               \
+                    if (s >= ns) continue;                                                                     \
+                    in[s] = load8##IO(x + (k0 + s) * xs + l);                                                  \
+                    if (MASKED) in[s] = mask8##ISA(in[s], m + (k0 + s) * ms + l, masked);                        \
+                }                                                                                              \
                 for (int s = 0; s < ns; s++) {                                                                 \
                     const int64_t k = k0 + s;                                                                  \
-                    __m256 v = load8##IO(x + k * xs + l);                                                      \
-                    if (MASKED) v = mask8##ISA(v, m + k * ms + l, masked);                                       \
-                    v = fold8##ISA(v, &s8, PROD, EXCL, ODD##IO);                                               \
+                    __m256 v = fold8##ISA(in[s], &s8, PROD, EXCL, ODD##IO);                                    \
                     if (EXCL && k == 0 && empty)                                                               \
                         v = _mm256_blendv_ps(v, masked, _mm256_castsi256_ps(empty_lanes32(empty, l)));         \
                     if (gather) store8##IO((elem##IO *)(void *)(buf + 32 * s + (l - lg)), v, 0);               \
