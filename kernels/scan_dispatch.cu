@@ -27,30 +27,26 @@ CS_SCAN_PAIRS(CUSCAN_PAIR_UNITS)
 namespace {
 constexpr unsigned kPlainOps = CS_OPS_SUM | CS_OPS_PROD;
 
+// A part's case: its unit in the plan's direction, where the pair's OPS bits give it one.
+#define CUSCAN_PART_CASE(PART, BITS)                                                             \
+    case cuscan::ScanPart::PART:                                                                 \
+        if constexpr ((OPS & (BITS)) != 0) return rev ? U::PART##_rev(p, cc) : U::PART##_fwd(p, cc); \
+        break;
+
 template <unsigned OPS, class U>
 cs_status dispatch_pair(const cs_scan_plan *p, int cc)
 {
-    using cuscan::ScanPart;
     const bool rev = p->reverse;
     switch (cuscan::scan_part(p)) {
-    case ScanPart::plain:
-        if constexpr ((OPS & kPlainOps) != 0) return rev ? U::plain_rev(p, cc) : U::plain_fwd(p, cc);
-        break;
-    case ScanPart::masked:
-        if constexpr ((OPS & kPlainOps) != 0) return rev ? U::masked_rev(p, cc) : U::masked_fwd(p, cc);
-        break;
-    case ScanPart::reset:
-        if constexpr ((OPS & kPlainOps) != 0) return rev ? U::reset_rev(p, cc) : U::reset_fwd(p, cc);
-        break;
-    case ScanPart::lse:
-        if constexpr ((OPS & CS_OPS_LSE) != 0) return rev ? U::lse_rev(p, cc) : U::lse_fwd(p, cc);
-        break;
-    case ScanPart::maxmin:
-        if constexpr ((OPS & CS_OPS_MAXMIN) != 0) return rev ? U::maxmin_rev(p, cc) : U::maxmin_fwd(p, cc);
-        break;
+        CUSCAN_PART_CASE(plain, kPlainOps)
+        CUSCAN_PART_CASE(masked, kPlainOps)
+        CUSCAN_PART_CASE(reset, kPlainOps)
+        CUSCAN_PART_CASE(lse, CS_OPS_LSE)
+        CUSCAN_PART_CASE(maxmin, CS_OPS_MAXMIN)
     }
     return cuscan::unsupported_scan(p);
 }
+#undef CUSCAN_PART_CASE
 }  // namespace
 
 extern "C" cs_status cs_cuda_scan(const cs_scan_plan *p)

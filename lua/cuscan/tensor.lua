@@ -86,7 +86,7 @@ mt.__index = function(x, k)
   if type(k) == "number" then return get_index(x, k) end
   -- only names read as missing fields; any other key (an int64_t index, say) would otherwise be
   -- a silent nil where an element was meant
-  if type(k) ~= "string" then index_view(x, k, "x[i]") end
+  if type(k) ~= "string" then index_view(x, k, "x[i]") end   -- (raises: k is no integer)
   return nil
 end
 mt.__newindex = function(x, k, v)
