@@ -86,7 +86,7 @@ struct SlabScan {
     // the window's class: look-backs that wait on a front (a window of flags, a single strip's tree)
     static constexpr bool WINDOW = P::kSlabWindowClass;
     static constexpr int TILE_BYTES = WINDOW ? P::kSlabWindowTileBytes
-                                    : FLAGGED ? P::kSlabStageBytesFlagged
+                                    : FLAGGED ? (sizeof(OutT) >= 8 ? P::kSlabStageBytesFlaggedWide : P::kSlabStageBytesFlagged)
                                     : P::kSlabStageBytes / (S::MASKED && sizeof(OutT) > 4 ? P::kSlabMaskedDivisor : 1);
     // tile classes (tuning.cuh): unmasked 4-byte outputs, masked 4-byte outputs and unmasked 2-byte
     // outputs (and masked 2-byte ones where the policy says) take tiles of their own, so that a
@@ -115,7 +115,10 @@ struct SlabScan {
     // whole and walking tiles keep a segment in registers between the passes unless its class
     // reads it from the stage twice (the registers of larger tiles)
     static constexpr bool HOLD = WINDOW ? false : TILE4 ? P::kSlabHold4 : TILEM4 ? P::kSlabHoldMasked4 : TILE2 ? P::kSlabHold2
-                               : TILEM2 ? P::kSlabHoldMasked2 : true;
+                               : TILEM2 ? P::kSlabHoldMasked2 : FLAGGED ? P::kSlabHoldFlagged : true;
+    // look-back pieces of flagged 8-byte outputs may read the stage twice as well (the registers
+    // of their waits)
+    static constexpr bool HOLD_LOOKBACK = FLAGGED && sizeof(OutT) >= 8 ? HOLD && P::kSlabHoldFlaggedWideLookback : HOLD;
     // the table holds a segment a thread, or a column of a wide tile (the window's class takes
     // tiles of at most THREADS columns)
     static constexpr int ITEMS = (!WINDOW && P::kSlabMaxWidth > THREADS ? P::kSlabMaxWidth : THREADS);
@@ -393,8 +396,12 @@ struct SlabScan {
     // (kTailRows: a full tile's segments hold SR_MAX or SR_MAX - 2 rows, its last one a row fewer
     // when the rows do not pair up)
     static constexpr bool HEADED = P::kSlabHeadedSegments && !FLAGGED;
+    // Flagged scans take head bits too where the policy says: a slab head restarts the fold as a
+    // reset does, and cummax / cummin's index steps by one from the segment's first.
+    static constexpr bool HEADED_FLAGGED = P::kSlabHeadedFlagged && FLAGGED;
+    static constexpr bool HEADS = HEADED || HEADED_FLAGGED;
     static constexpr int kTailRows = 3;
-    static_assert(!HEADED || SR_MAX < 64, "a segment's heads are bits of a 64-bit word");
+    static_assert(!HEADS || SR_MAX < 64, "a segment's heads are bits of a 64-bit word");
 
     // One thread's segment of one column: up to SR_MAX rows held in registers between the passes.
     struct Segment {
@@ -423,7 +430,7 @@ struct SlabScan {
         g.lo = s == 0 ? 0 : s * a.seg_rows - 2 * max(0, s - a.seg_long);
         g.count = max(0, min(t.nrows - g.lo, s == 0 || s < a.seg_long ? a.seg_rows : a.seg_rows - 2));
         // (a wide whole tile's short columns take the loops that count rows: see SHORT)
-        if constexpr (HEADED) g.heads = a.segs > 1 || a.mode != kSlabWhole ? head_bits(a, t, g.lo) : 0;
+        if constexpr (HEADS) g.heads = a.segs > 1 || a.mode != kSlabWhole ? head_bits(a, t, g.lo) : 0;
         const int r0 = S::REVERSE ? t.nrows - 1 - g.lo : g.lo;
         g.idx0 = shift + r0 * t.ncols + c;
         g.step = S::REVERSE ? -t.ncols : t.ncols;
@@ -451,6 +458,69 @@ struct SlabScan {
         const unsigned char f = sh.flags[g.idx0 + i * g.step];
         return op.lift(e, (f & kKeepBit) != 0, (f & kResetBit) != 0,
                        S::INDEXED ? index_in_slab(a, t, g, i, slab_row) : 0);
+    }
+
+    // Headed flagged segments: the index of the element before the segment's first (cummax /
+    // cummin), so that each element's is a step from it or, at a head, the line's first.
+    static constexpr int kIndexStep = S::REVERSE ? -1 : 1;
+    __device__ __forceinline__ static int64_t index_before(const SlabArgs &a, const SlabTile &t, const Segment &g)
+    {
+        return index_in_slab(a, t, g, 0, first_slab_row(a, t, g.lo)) - kIndexStep;
+    }
+    __device__ __forceinline__ static int64_t next_index(const SlabArgs &a, bool head, int64_t index)
+    {
+        return head ? (S::REVERSE ? a.len : 1) : index + kIndexStep;
+    }
+    __device__ __forceinline__ static AccT lift_staged(const Op &op, const Shared &sh, int e, OutT x, int64_t index)
+    {
+        const unsigned char f = sh.flags[e];
+        return op.lift(x, (f & kKeepBit) != 0, (f & kResetBit) != 0, index);
+    }
+
+    template <bool HOLD, bool WHOLE>
+    __device__ __forceinline__ static SegPair<AccT> headed_flagged_fold(const Op &op, const SlabArgs &a, const SlabTile &t,
+                                                                        const Shared &sh, Segment &g)
+    {
+        AccT acc = op.identity();
+        int64_t index = S::INDEXED ? index_before(a, t, g) : 0;
+#pragma unroll
+        for (int i = 0; i < SR_MAX; i++) {
+            if ((!WHOLE || i >= SR_MAX - kTailRows) && i >= g.count) break;
+            const int e = g.idx0 + i * g.step;
+            const OutT x = sh.stage[e];
+            if constexpr (HOLD) g.v[i] = x;
+            const bool head = (g.heads >> i) & 1;
+            if constexpr (S::INDEXED) index = next_index(a, head, index);
+            const AccT v = lift_staged(op, sh, e, x, index);
+            acc = head ? v : op(acc, v);
+        }
+        return SegPair<AccT>{ (g.heads & ~(~0ull << g.count)) != 0, acc };
+    }
+    // (cummax / cummin's indices go straight to memory, a row of x's layout apart)
+    template <bool HOLD, bool WHOLE, bool EXCLUSIVE>
+    __device__ __forceinline__ static void headed_flagged_write(const Op &op, const SlabArgs &a, const SlabTile &t,
+                                                                Shared &sh, const Segment &g, AccT acc)
+    {
+        int64_t index = S::INDEXED ? index_before(a, t, g) : 0;
+        int64_t at = (t.row0 + g.r0) * a.inner + t.col0 + g.c;
+        const int64_t step = S::REVERSE ? -a.inner : a.inner;
+#pragma unroll
+        for (int i = 0; i < SR_MAX; i++) {
+            if ((!WHOLE || i >= SR_MAX - kTailRows) && i >= g.count) break;
+            const int e = g.idx0 + i * g.step;
+            const OutT x = HOLD ? g.v[i] : sh.stage[e];
+            const bool head = (g.heads >> i) & 1;
+            if constexpr (S::INDEXED) index = next_index(a, head, index);
+            const AccT v = lift_staged(op, sh, e, x, index);
+            const AccT before = acc;
+            acc = head ? v : op(acc, v);
+            const AccT o = EXCLUSIVE ? (head || v.f ? op.empty() : before) : acc;
+            sh.stage[e] = S::out(o);
+            if constexpr (S::INDEXED) {
+                if (a.indices) a.indices[at] = S::index(o);
+                at += step;
+            }
+        }
     }
 
     // The initial value of the line whose head is the segment's element i (a.initial set).
@@ -525,6 +595,10 @@ struct SlabScan {
             if (whole_warp(g)) return headed_segment_fold<HOLD, true>(op, sh, g);
             return headed_segment_fold<HOLD, false>(op, sh, g);
         }
+        if constexpr (HEADED_FLAGGED && !INIT && !SHORT) {
+            if (whole_warp(g)) return headed_flagged_fold<HOLD, true>(op, a, t, sh, g);
+            return headed_flagged_fold<HOLD, false>(op, a, t, sh, g);
+        }
         SegPair<AccT> acc{ 0, op.identity() };
         int slab_row = first_slab_row(a, t, g.lo);
         for_rows<HOLD, SHORT>(g.count, [&](int i) {
@@ -547,7 +621,13 @@ struct SlabScan {
                                                          const Segment &g, AccT prefix)
     {
         const Op op(a.op);
-        if constexpr (FLAGGED) {
+        if constexpr (HEADED_FLAGGED && !INIT && !SHORT) {
+            const bool whole = whole_warp(g);
+            if (whole && a.exclusive) headed_flagged_write<HOLD, true, true>(op, a, t, sh, g, prefix);
+            else if (whole) headed_flagged_write<HOLD, true, false>(op, a, t, sh, g, prefix);
+            else if (a.exclusive) headed_flagged_write<HOLD, false, true>(op, a, t, sh, g, prefix);
+            else headed_flagged_write<HOLD, false, false>(op, a, t, sh, g, prefix);
+        } else if constexpr (FLAGGED) {
             segment_write_flagged<INIT, HOLD>(op, a, t, sh, g, prefix);
         } else if (HEADED && !INIT && !SHORT) {
             const bool whole = whole_warp(g);
@@ -865,7 +945,7 @@ scan_slabs_kernel(const SlabArgs a, const VectorStatus<typename S::AccT> st, con
         // packed word (their segments held as the other modes do)
         T::load_tile(a, t, sh);
         __syncthreads();
-        constexpr bool kHold = Wire<AccT>::kFits ? false : T::HOLD;
+        constexpr bool kHold = Wire<AccT>::kFits ? false : T::HOLD_LOOKBACK;
         scan_staged_tile_as<S, INIT, kHold>(a, t, sh, [&](const SlabTile &tt, const SlabItems &it, const AccT (&total)[2],
                                                   AccT (&carry)[2]) {
             if (a.window) {

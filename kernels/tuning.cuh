@@ -64,8 +64,11 @@ struct TuningSm80 {
     static constexpr int kSlabBlocksPerSmWide = 3;     // ... for 8-byte outputs (registers for their segments)
     static constexpr int kSlabMaskedDivisor = 1;       // masked tiles hold this much less
     static constexpr int kSlabStageBytesFlagged = 8 * 1024;    // flagged scans: the stage (their tables are larger)
+    static constexpr int kSlabStageBytesFlaggedWide = 8 * 1024;   // ... for 8-byte outputs
+    static constexpr bool kSlabHoldFlaggedWideLookback = true;     // ... whose look-back pieces hold segments
     static constexpr int kSlabBlocksPerSmFlagged = 4;  // ... and blocks an SM (more small tiles in flight)
     static constexpr int kSlabSegRowsMaxFlagged = 9;   // ... and rows of a column a thread holds
+    static constexpr bool kSlabHoldFlagged = true;     // ... in registers between the passes
     static constexpr int kSlabTileElements = 4096;     // and at most this many elements
     static constexpr int kSlabSegRowsMax = 17;         // rows of a column a thread holds in registers
     // unmasked cumsum / cumprod into 4-byte outputs: twice the tile, so a tile's fixed costs (three
@@ -93,6 +96,7 @@ struct TuningSm80 {
     static constexpr int kSlabBlocksPerSmMasked2 = 4;
     static constexpr bool kSlabHoldMasked2 = false;
     static constexpr bool kSlabHeadedSegments = true;  // plain scans mark slab heads in a bit mask a segment
+    static constexpr bool kSlabHeadedFlagged = true;   // ... and flagged scans too
     static constexpr int kSlabMaxWidth = 512;          // columns of a tile whose slab pieces join up
     static constexpr int kSlabWalkMaxStripsPerSm = 0;  // pieces walk their strip below this, else look back
     static constexpr int kSlabTreeMaxStrips = 1;       // look-backs of this few strips join by a tree
@@ -135,6 +139,10 @@ struct SlabWindowTiles : Base {
 // Hopper (H100, H200): the values measured there.
 struct TuningSm90 : TuningSm80 {
     static constexpr int kMinArch = 900, kMaxArch = 100000;
+    // flagged 8-byte outputs: tiles of as many elements as 4-byte ones (four blocks of them fit an
+    // SM's shared memory here, not an A100's), their look-back pieces reading the stage twice
+    static constexpr int kSlabStageBytesFlaggedWide = 16 * 1024;
+    static constexpr bool kSlabHoldFlaggedWideLookback = false;
 };
 
 // Calls f(Policy{}) with the policy of the running GPU.

@@ -82,6 +82,47 @@ local function check(op, odtype, len, want, got, want_i, got_i)
   end
 end
 
+-- One scan of op over shape along dim 2 with a random dtype pair, flags and options, in the family
+-- forced: the CUDA result against the CPU's into poisoned outputs, and again bit for bit.
+local function agree_in(family, shape, op, rng)
+  local pair = rng:pick(PAIRS[op])
+  local idtype, odtype = pair[1], pair[2] or pair[1]
+  local reset_p = rng:pick({ 0, 0.001, 0.05, 0.5 })
+  local masked = rng:bool(0.4) and family ~= "columns/walk"   -- masked column scans never walk
+  -- the segmented sums and products are the point here: they always reset
+  if (op == "cumsum" or op == "cumprod") and reset_p == 0 then reset_p = 0.01 end
+  local opts = { reverse = rng:bool(), exclusive = rng:bool(0.3) }
+  if pair[2] then opts.dtype = odtype end
+  local seed = rng:int(1, 1e9)
+  local case = ("%s %s %s %s -> %s reset %g%s%s%s"):format(family, table.concat(shape, "x"), op, idtype,
+    odtype, reset_p, opts.reverse and " reverse" or "", opts.exclusive and " exclusive" or "",
+    masked and " masked" or "")
+  H.replay(seed, case, function()
+    local x = input(shape, idtype, op, rng, seed)
+    local m = masked and cs.rand(shape, { seed = seed + 1, device = "cpu" }):lt(0.7) or nil
+    local r = reset_p > 0 and cs.rand(shape, { seed = seed + 2, device = "cpu" }):lt(reset_p) or nil
+    local o_cpu = { reverse = opts.reverse, exclusive = opts.exclusive, dtype = opts.dtype, mask = m, reset = r }
+    local want, want_i = run(op, x, 2, o_cpu)
+
+    local xd = x:cuda()
+    local o_gpu = { reverse = opts.reverse, exclusive = opts.exclusive, dtype = opts.dtype,
+                    mask = m and m:cuda(), reset = r and r:cuda() }
+    local out = cs.full(shape, H.poison(odtype), { dtype = odtype, device = "cuda" })
+    local out_i = want_i and cs.full(shape, -777777, { dtype = "int64", device = "cuda" })
+    o_gpu.out = want_i and { out, out_i } or out
+    local plan = cs.explain(xd, 2, { op = op, reverse = opts.reverse, exclusive = opts.exclusive,
+                                     dtype = opts.dtype, mask = o_gpu.mask, reset = o_gpu.reset })
+    assert.equal("cuda " .. family, plan:sub(1, #family + 5), plan)
+    local got, got_i = run(op, xd, 2, o_gpu)
+    check(op, odtype, shape[2], want, got, want_i, got_i)
+    -- bit for bit again
+    o_gpu.out = nil
+    local again, again_i = run(op, xd, 2, o_gpu)
+    assert.is_true(H.bits(got) == H.bits(again), "a second run gave other bits")
+    if got_i then assert.is_true(H.bits(got_i) == H.bits(again_i), "a second run gave other indices") end
+  end)
+end
+
 describe("cummax, cummin, logcumsumexp and segmented scans in every kernel family #cuda", function()
   local it = H.cuda_it()
   after_each(function() if cs.cuda_available() then cs.force_family(nil) end end)
@@ -92,42 +133,7 @@ describe("cummax, cummin, logcumsumexp and segmented scans in every kernel famil
       local rng = H.rng(H.seed_for("more scans " .. family))
       for _, op in ipairs(OPS) do
         for _, shape in ipairs(SHAPES[family]) do
-          local pair = rng:pick(PAIRS[op])
-          local idtype, odtype = pair[1], pair[2] or pair[1]
-          local reset_p = rng:pick({ 0, 0.001, 0.05, 0.5 })
-          local masked = rng:bool(0.4) and family ~= "columns/walk"   -- masked column scans never walk
-          -- the segmented sums and products are the point here: they always reset
-          if (op == "cumsum" or op == "cumprod") and reset_p == 0 then reset_p = 0.01 end
-          local opts = { reverse = rng:bool(), exclusive = rng:bool(0.3) }
-          if pair[2] then opts.dtype = odtype end
-          local seed = rng:int(1, 1e9)
-          local case = ("%s %s %s %s -> %s reset %g%s%s%s"):format(family, table.concat(shape, "x"), op, idtype,
-            odtype, reset_p, opts.reverse and " reverse" or "", opts.exclusive and " exclusive" or "",
-            masked and " masked" or "")
-          H.replay(seed, case, function()
-            local x = input(shape, idtype, op, rng, seed)
-            local m = masked and cs.rand(shape, { seed = seed + 1, device = "cpu" }):lt(0.7) or nil
-            local r = reset_p > 0 and cs.rand(shape, { seed = seed + 2, device = "cpu" }):lt(reset_p) or nil
-            local o_cpu = { reverse = opts.reverse, exclusive = opts.exclusive, dtype = opts.dtype, mask = m, reset = r }
-            local want, want_i = run(op, x, 2, o_cpu)
-
-            local xd = x:cuda()
-            local o_gpu = { reverse = opts.reverse, exclusive = opts.exclusive, dtype = opts.dtype,
-                            mask = m and m:cuda(), reset = r and r:cuda() }
-            local out = cs.full(shape, H.poison(odtype), { dtype = odtype, device = "cuda" })
-            local out_i = want_i and cs.full(shape, -777777, { dtype = "int64", device = "cuda" })
-            o_gpu.out = want_i and { out, out_i } or out
-            local plan = cs.explain(xd, 2, { op = op, reverse = opts.reverse, exclusive = opts.exclusive,
-                                             dtype = opts.dtype, mask = o_gpu.mask, reset = o_gpu.reset })
-            assert.equal("cuda " .. family .. ":", plan:sub(1, #family + 6), plan)
-            local got, got_i = run(op, xd, 2, o_gpu)
-            check(op, odtype, shape[2], want, got, want_i, got_i)
-            -- bit for bit again
-            o_gpu.out = nil
-            local again, again_i = run(op, xd, 2, o_gpu)
-            assert.is_true(H.bits(got) == H.bits(again), "a second run gave other bits")
-            if got_i then assert.is_true(H.bits(got_i) == H.bits(again_i), "a second run gave other indices") end
-          end)
+          agree_in(family, shape, op, rng)
         end
       end
     end)
@@ -256,6 +262,24 @@ describe("cummax, cummin, logcumsumexp and segmented scans in every kernel famil
           check(op, "float32", shape[2], want, got, want_i, got_i)
         end)
       end
+    end
+  end)
+
+  it("flagged slab tiles: full tiles of every head spacing, and 8-byte outputs in tiles of their own", function()
+    -- whole tiles fill up when outer is large: every segment of a warp is whole, so the loops run
+    -- without a test a row; slab heads 2 to 130 rows apart (below and above a segment's 64-bit word
+    -- of heads), look-back pieces with and without their strip's head; slabs of 2048 elements (whole
+    -- tiles of 8-byte outputs where the GPU's policy gives them 16 KB)
+    local rng = H.rng(H.seed_for("flagged slab tiles"))
+    local cases = {
+      { "slabs/whole", { 4096, 2, 1 } }, { "slabs/whole", { 700, 3, 4 } }, { "slabs/whole", { 300, 9, 3 } },
+      { "slabs/whole", { 160, 17, 2 } }, { "slabs/whole", { 40, 63, 3 } }, { "slabs/whole", { 33, 64, 2 } },
+      { "slabs/whole", { 20, 65, 1 } }, { "slabs/whole", { 9, 130, 8 } }, { "slabs", { 64, 32, 64 } },
+      { "slabs/lookback", { 3, 999, 3 } }, { "slabs/lookback", { 2, 5000, 8 } }, { "slabs/lookback", { 9, 700, 2 } },
+    }
+    for _, c in ipairs(cases) do
+      cs.force_family(c[1])
+      for _, op in ipairs(OPS) do agree_in(c[1], c[2], op, rng) end
     end
   end)
 end)
