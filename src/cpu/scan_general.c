@@ -163,6 +163,18 @@ enum { LSE_CHUNK = 64, LSE_ROWS = 16 };
         (at) = at_;                                                                                             \
     } while (0)
 
+/* The column blocks of an input type compiled for each x86-64 level (VECTOR_KERNEL), but for the
+ * 2-byte floats, whose bits convert one element at a time (half.h) and gain nothing from wider
+ * vectors. */
+#define BLOCK_CLONES(IN) BLOCK_CLONES_##IN
+#define BLOCK_CLONES_CS_FLOAT32 VECTOR_KERNEL
+#define BLOCK_CLONES_CS_FLOAT64 VECTOR_KERNEL
+#define BLOCK_CLONES_CS_INT32 VECTOR_KERNEL
+#define BLOCK_CLONES_CS_INT64 VECTOR_KERNEL
+#define BLOCK_CLONES_CS_BOOL VECTOR_KERNEL
+#define BLOCK_CLONES_CS_FLOAT16
+#define BLOCK_CLONES_CS_BFLOAT16
+
 /* The walks of one op for one dtype pair (OPS: the ops the pair supports; the others compile to
  * nothing). */
 #define DEFINE_CPU_SCAN(OPN, OP, NAME, IN_T, ACC_T, OUT_T, IN, OUT, OPS)                                        \
@@ -354,6 +366,15 @@ enum { LSE_CHUNK = 64, LSE_ROWS = 16 };
             }                                                                                                   \
         }                                                                                                       \
     }                                                                                                           \
+    /* a block task of unit strides, compiled for each x86-64 level (simd.h) where the input converts in   \
+     * registers: the block's loop over its lines vectorises, four or eight lanes at a time where the     \
+     * CPU has them */                                                                                      \
+    static BLOCK_CLONES(IN) void OPN##_##NAME##_unit_block(const cs_scan_plan *p, const int64_t *off, int64_t c0, \
+                                                          int64_t nc, const int masked, const int segmented,    \
+                                                          const int indexed)                                    \
+    {                                                                                                           \
+        if (CS_OPS_HAS(OPS, OP)) SPECIALISE(OPN##_##NAME##_block, masked, segmented, indexed, p, off, c0, nc, 1); \
+    }                                                                                                           \
     static void OPN##_##NAME##_columns(const cs_scan_plan *p)                                                   \
     {                                                                                                           \
         if (!CS_OPS_HAS(OPS, OP)) return;                                                                       \
@@ -370,7 +391,7 @@ enum { LSE_CHUNK = 64, LSE_ROWS = 16 };
             line_offsets(&p->outer, task / nblocks, off);                                                       \
             const int64_t c0 = (task % nblocks) * COLUMN_BLOCK;                                                 \
             const int64_t nc = inner - c0 < COLUMN_BLOCK ? inner - c0 : COLUMN_BLOCK;                           \
-            if (unit) SPECIALISE(OPN##_##NAME##_block, masked, segmented, indexed, p, off, c0, nc, 1);          \
+            if (unit) OPN##_##NAME##_unit_block(p, off, c0, nc, masked, segmented, indexed);                    \
             else SPECIALISE(OPN##_##NAME##_block, masked, segmented, indexed, p, off, c0, nc, 0);               \
         }                                                                                                       \
     }
