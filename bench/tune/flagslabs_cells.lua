@@ -1,13 +1,13 @@
 -- bench/tune/flagslabs_cells.lua - the cells of bench/tune/flagslabs.cu's comparisons: float32 and
 -- float64 cummax, segmented cumsum and logcumsumexp of {outer, L, inner} shapes of 2^26 (float32) or
 -- 2^25 (float64) elements along dim 2, each checked against the CPU (cummax and segmented exactly on
--- integer-valued inputs, logcumsumexp within 2e-6 / 1e-13 relative), a digest of its outputs printed
--- (so that two variants' bits can be compared), then timed: % of its floor (bytes read and written
--- once) at the copy's speed measured in the same process, median of REPS.
+-- integer-valued inputs, logcumsumexp within 2e-6 / 1e-13 relative), a digest of every 97th byte of
+-- its outputs printed (a quick comparison of two variants' bits), then timed: % of its floor (bytes
+-- read and written once) at the copy's speed measured in the same process, median of REPS.
 --   TUNE_VARIANT=1 CUSCAN_LIB=bench/tune/libflagslabs.so luajit bench/tune/flagslabs_cells.lua
 -- Environment: OPS (e.g. "cummax,segmented"), DTYPES ("float64"), REPS (10), NOCHECK=1 (timing
 -- only), SHRINK=k (shapes k times smaller), DEV=cpu (a dry run on the CPU backend).
-DEV = os.getenv("DEV") or "cuda"
+local DEV = os.getenv("DEV") or "cuda"
 local cs = require("cuscan")
 local ffi = require("ffi")
 local timer = dofile("bench/event_timer.lua")
