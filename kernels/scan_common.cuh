@@ -116,6 +116,7 @@ struct ScanSpec {
     using Op = ScanOp<OP_, AccT_>;
     static constexpr int OP = OP_;
     static constexpr bool REVERSE = REVERSE_, MASKED = MASKED_, FLAGGED = false, INDEXED = false;
+    static constexpr bool RESETS = false;   // (the slab family's SlabResetSpec sets it)
     // the identity and the masked-out value as input elements (exact in every input type)
     __device__ __forceinline__ static InT in_identity() { return ScanOp<OP_, InT_>::identity(); }
     __device__ __forceinline__ static InT in_zero() { return ScanOp<OP_, InT_>::zero(); }

@@ -8,7 +8,8 @@
 // mask; and, only where the pair's OPS bits allow, three flagged ops (scan_ops.cuh) by direction
 // alone (mask and reset are run-time switches there): segmented cumsum / cumprod (chosen at run
 // time), logcumsumexp, and cummax / cummin (chosen at run time). Each of these, by direction, is a
-// unit of its own (launch_unit).
+// unit of its own (launch_unit). The segmented sums' unit also holds the plain whole-slab kernels
+// with resets as heads (SlabResetSpec: cumsum and cumprod, masked or not).
 #pragma once
 #include <cstdio>
 #include <cstring>
@@ -523,6 +524,7 @@ SlabArgs plan_slabs(const cs_scan_plan *p, const char *force_mode)
                (!blocked || (inner % VIN == 0 && width % VIN == 0));
     // out moves in vectors only where the stage was laid out for them (x in vectors)
     a.vec_out = a.vec_in && aligned(p->out, 16) && (!blocked || (inner % VOUT == 0 && width % VOUT == 0));
+    a.vec_reset = S::RESETS && aligned(p->reset, 16);
     return a;
 }
 
@@ -536,7 +538,7 @@ cs_status run_slabs(cudaStream_t stream, Report &rep, const SlabArgs &a)
     snprintf(rep.family, sizeof rep.family, "slabs/%s", mode_names[a.mode]);
     const int64_t outer = a.outer, L = a.len, inner = a.inner;
     unsigned grid = (unsigned)units;
-    if constexpr (!LOOKBACK_ONLY) {
+    if constexpr (!LOOKBACK_ONLY && !S::RESETS) {
         static int resident;
         if (a.mode == kSlabWalk)
             grid = persistent_grid(scan_slabs_kernel<S, kSlabWalk, false>, T::THREADS, units, &resident,
@@ -548,7 +550,7 @@ cs_status run_slabs(cudaStream_t stream, Report &rep, const SlabArgs &a)
              a.mode == kSlabWalk ? "strips" : "tiles", grid, a.vec_in ? ", vectors" : "",
              a.window ? ", pieces joined by a window of flags"
              : a.tree && Wire<typename S::AccT>::kFits ? ", pieces joined by a tree" : "",
-             T::WINDOW ? ", in window tiles" : "");
+             T::WINDOW ? ", in window tiles" : S::RESETS ? ", resets as heads" : "");
     if (rep.emit()) return CS_OK;
     cs_status st = grid_check(units);
     if (st) return st;
@@ -556,11 +558,14 @@ cs_status run_slabs(cudaStream_t stream, Report &rep, const SlabArgs &a)
     if ((st = launch_scratch(&sc, units, false, a.mode == kSlabLookback ? a.width : 0,
                              a.mode == kSlabLookback && !a.window && Wire<typename S::AccT>::kFits)))
         return st;
-    // cummax and cummin take no initial values (scan.c refuses them)
-    with_bool(a.initial != nullptr && !S::INDEXED, [&](auto init) {
-        constexpr bool I = decltype(init)::value && !S::INDEXED;
+    // cummax and cummin take no initial values (scan.c refuses them); resets as heads are planned
+    // only for whole tiles without them
+    with_bool(a.initial != nullptr && !S::INDEXED && !S::RESETS, [&](auto init) {
+        constexpr bool I = decltype(init)::value && !S::INDEXED && !S::RESETS;
         if constexpr (LOOKBACK_ONLY) {
             st = launch_slab_kernel<S, kSlabLookback, I>(grid, stream, a, sc);
+        } else if constexpr (S::RESETS) {
+            st = launch_slab_kernel<S, kSlabWhole, I>(grid, stream, a, sc);
         } else {
             switch (a.mode) {
             case kSlabWhole: st = launch_slab_kernel<S, kSlabWhole, I>(grid, stream, a, sc); break;
@@ -631,6 +636,41 @@ cs_status launch_op_as(const cs_scan_plan *p, cudaStream_t stream)
     return launch_spec<S>(p, stream, family, mode);
 }
 
+// Segmented cumsum / cumprod in the slab family, where the plain spec's tiles hold the slabs whole
+// with a column's segments a thread each and no initial values: the plain kernel, each reset one
+// more head (SlabResetSpec), at the plain loops' cost an element rather than the flagged pairs'.
+// False (nothing launched) where the plan is otherwise.
+template <class P, int OP, typename InT, typename AccT, typename OutT, bool REV>
+bool launch_resets_as_heads_of(const cs_scan_plan *p, cudaStream_t stream, const char *mode, cs_status *st)
+{
+    bool taken = false;
+    with_bool(p->mask != nullptr, [&](auto masked) {
+        using S = SlabResetSpec<ScanSpec<P, OP, InT, AccT, OutT, REV, decltype(masked)::value>>;
+        const SlabArgs a = plan_slabs<S>(p, mode);
+        if (a.mode != kSlabWhole || a.segs < 2) return CS_OK;
+        Report rep{};
+        rep.p = p;
+        *st = run_slabs<S, false>(stream, rep, a);
+        taken = true;
+        return CS_OK;
+    });
+    return taken;
+}
+template <class P, unsigned OPS, typename InT, typename AccT, typename OutT, bool REV>
+bool launch_resets_as_heads(const cs_scan_plan *p, cudaStream_t stream, cs_status *st)
+{
+    if constexpr (!P::kSlabResetsAsHeads) return false;
+    const char *mode;
+    if (choose_family<P>(p, sizeof(InT), sizeof(OutT), true, 0, &mode) != kSlabsFamily || p->initial) return false;
+    if (p->op == CS_SCAN_PROD) {
+        if constexpr (CS_OPS_HAS(OPS, CS_SCAN_PROD))
+            return launch_resets_as_heads_of<P, CS_SCAN_PROD, InT, AccT, OutT, REV>(p, stream, mode, st);
+    } else if constexpr (CS_OPS_HAS(OPS, CS_SCAN_SUM)) {
+        return launch_resets_as_heads_of<P, CS_SCAN_SUM, InT, AccT, OutT, REV>(p, stream, mode, st);
+    }
+    return false;
+}
+
 // The flagged ops: one instance of a direction (mask and reset are run-time switches there).
 template <class P, class Base, typename InT, typename OutT, bool REV>
 cs_status launch_flagged_as(const cs_scan_plan *p, cudaStream_t stream)
@@ -685,8 +725,11 @@ cs_status launch_unit(const cs_scan_plan *p, int compute_capability)
                     if constexpr (CS_OPS_HAS(OPS, CS_SCAN_SUM)) return launch_op_as<P, CS_SCAN_SUM, InT, AccT, OutT, REV, MSK>(p, stream);
                 }
             } else if constexpr (PART == ScanPart::reset) {
-                if constexpr ((OPS & (CS_OPS_SUM | CS_OPS_PROD)) != 0)
+                if constexpr ((OPS & (CS_OPS_SUM | CS_OPS_PROD)) != 0) {
+                    cs_status st = CS_OK;
+                    if (launch_resets_as_heads<P, OPS, InT, AccT, OutT, REV>(p, stream, &st)) return st;
                     return launch_flagged_as<P, ArithOp<AccT>, InT, OutT, REV>(p, stream);
+                }
             } else if constexpr (PART == ScanPart::lse) {
                 if constexpr ((OPS & CS_OPS_LSE) != 0) return launch_flagged_as<P, LseOp, InT, OutT, REV>(p, stream);
             } else if constexpr ((OPS & CS_OPS_MAXMIN) != 0) {

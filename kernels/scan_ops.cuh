@@ -336,7 +336,7 @@ struct FlaggedSpec {
     using OutT = OutT_;
     using Op = SegOp<Base>;
     using AccT = typename Op::State;
-    static constexpr bool REVERSE = REVERSE_, MASKED = false, FLAGGED = true;
+    static constexpr bool REVERSE = REVERSE_, MASKED = false, FLAGGED = true, RESETS = false;
     static constexpr bool INDEXED = Base::kIndexed;
     // what pads a tile past a line's end (it is flagged as not kept, so its value never counts)
     __device__ __forceinline__ static InT in_identity() { return InT(); }

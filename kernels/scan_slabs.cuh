@@ -23,6 +23,9 @@
 // folds the pieces in its own fixed order).
 // Flagged scans (scan_ops.cuh) stage each element's kept and reset bits in a byte array beside the
 // stage, and write cummax / cummin indices straight from the segments (the stage holds the values).
+// Segmented sums and products whose slabs fit whole tiles take the plain loops instead
+// (SlabResetSpec): a reset restarts the fold as a slab head does, so each reset byte, staged beside
+// the tile, is one more bit of its segment's head word.
 #pragma once
 #include "lookback.cuh"
 #include "scan_rows.cuh"   // warp_seg_scan
@@ -49,6 +52,7 @@ struct SlabArgs {
     FastDiv div_len;          // whole mode: by len
     uint64_t head_pattern;    // whole mode, len < 64: bits at the multiples of len
     int vec_in, vec_out;      // x (and mask) / out may move in 16-byte vectors
+    int vec_reset;            // SlabResetSpec: reset is 16-byte aligned (its bytes move in 16-byte copies)
     FastDiv div_width;        // by W (a full block's columns)
     int exclusive;
     int mode;
@@ -79,6 +83,7 @@ struct SlabScan {
     using OutT = typename S::OutT;
     using Op = typename S::Op;
     static constexpr bool FLAGGED = S::FLAGGED;
+    static constexpr bool RESETS = S::RESETS;   // SlabResetSpec: whole tiles, resets as heads
     static constexpr int THREADS = P::kSlabThreads;
     static constexpr int WARPS = THREADS / kWarp;
     // elements of a full tile (masked tiles are smaller: the mask's loads need registers too; the
@@ -125,10 +130,12 @@ struct SlabScan {
     static constexpr int NI = ITEMS / THREADS;                  // table items a thread owns
     static constexpr int CARRIES = WINDOW ? P::kSlabWindowFoldStates : P::kSlabMaxWidth;   // walk carries, window fold buffer
     static_assert(!WINDOW || !FLAGGED, "window tiles are unflagged");
+    static constexpr int kResetAlign = 16;   // RESETS: reset bytes move in 16-byte copies
 
     struct Shared {
         alignas(16) OutT stage[TILE + 2 * VIN];
-        unsigned char flags[FLAGGED ? TILE + 2 * VIN : 1];   // flagged scans: kKeepBit | kResetBit
+        // flagged scans: kKeepBit | kResetBit; RESETS: the reset bytes, from reset_offset on
+        unsigned char flags[FLAGGED ? TILE + 2 * VIN : RESETS ? TILE + 2 * kResetAlign : 1];
         AccT carry[CARRIES];
         // each segment's (head seen, fold since the last head), then the prefix it starts from in .v
         SegPair<AccT> table[ITEMS];
@@ -299,7 +306,47 @@ struct SlabScan {
         }
     }
 
+    // RESETS: the tile's reset bytes beside the stage, stage index e's at flags[e + reset_offset]:
+    // where reset is 16-byte aligned, the aligned runs covering a tile of whole rows by asynchronous
+    // copies (so the offset is the run's start modulo 16 less the stage's shift), else byte by byte.
+    __device__ __forceinline__ static int reset_offset(const SlabArgs &a, const SlabTile &t)
+    {
+        return a.vec_reset && whole_rows(a, t) ? (int)((t.row0 * a.inner) % kResetAlign) - shift_of(a, t) : 0;
+    }
+    __device__ __forceinline__ static void stage_resets(const SlabArgs &a, const SlabTile &t, Shared &sh)
+    {
+        const int n = t.nrows * t.ncols;
+        if (whole_rows(a, t)) {
+            const int64_t f0 = t.row0 * a.inner;
+            if (a.vec_reset) {
+                const int fs = (int)(f0 % kResetAlign);
+                const int64_t base = f0 - fs;
+                for (int i = threadIdx.x; i < (fs + n + kResetAlign - 1) / kResetAlign; i += THREADS) {
+                    const int64_t g = base + (int64_t)i * kResetAlign;
+                    if (g + kResetAlign <= a.total) cp_async16(sh.flags + i * kResetAlign, a.reset + g);
+                    else
+                        for (int j = 0; j < kResetAlign && g + j < a.total; j++) sh.flags[i * kResetAlign + j] = a.reset[g + j];
+                }
+            } else {
+                const int shift = shift_of(a, t);
+                for (int e = threadIdx.x; e < n; e += THREADS) sh.flags[shift + e] = a.reset[f0 + e];
+            }
+            return;
+        }
+        for (int e = threadIdx.x; e < n; e += THREADS) {
+            const int r = t.ncols == a.width ? (int)a.div_width.div((unsigned)e) : e / t.ncols, c = e - r * t.ncols;
+            sh.flags[e] = a.reset[(t.row0 + r) * a.inner + t.col0 + c];
+        }
+    }
+
     __device__ __forceinline__ static void load_tile(const SlabArgs &a, const SlabTile &t, Shared &sh)
+    {
+        if constexpr (RESETS) stage_resets(a, t, sh);   // (in flight beside the tile's own copies)
+        load_values(a, t, sh);
+        if constexpr (RESETS) cp_async_wait_all();
+    }
+
+    __device__ __forceinline__ static void load_values(const SlabArgs &a, const SlabTile &t, Shared &sh)
     {
         [[maybe_unused]] const InT *x = static_cast<const InT *>(a.x);
         [[maybe_unused]] const unsigned char *m = a.mask;
@@ -444,20 +491,13 @@ struct SlabScan {
         return __all_sync(__activemask(), g.count >= SR_MAX - kTailRows);
     }
 
-    // Flagged scans: the segment's element i (logical row `slab_row` of its slab in whole mode) as a
-    // state, with its 1-based index along the line for cummax / cummin.
+    // Flagged scans: the 1-based index along the line of the segment's element i (logical row
+    // `slab_row` of its slab in whole mode), for cummax / cummin.
     __device__ __forceinline__ static int64_t index_in_slab(const SlabArgs &a, const SlabTile &t, const Segment &g,
                                                             int i, int slab_row)
     {
         const int64_t row = a.mode == kSlabWhole ? slab_row : t.piece * a.rows + g.lo + i;
         return S::REVERSE ? a.len - row : row + 1;
-    }
-    __device__ __forceinline__ static AccT elem_flagged(const Op &op, const SlabArgs &a, const SlabTile &t,
-                                                        const Shared &sh, const Segment &g, int i, OutT e, int slab_row)
-    {
-        const unsigned char f = sh.flags[g.idx0 + i * g.step];
-        return op.lift(e, (f & kKeepBit) != 0, (f & kResetBit) != 0,
-                       S::INDEXED ? index_in_slab(a, t, g, i, slab_row) : 0);
     }
 
     // Headed flagged segments: the index of the element before the segment's first (cummax /
@@ -471,10 +511,17 @@ struct SlabScan {
     {
         return head ? (S::REVERSE ? a.len : 1) : index + kIndexStep;
     }
+    // The staged element e as a state (its flags; its index), and the segment's element i as one
+    // (the loops that count rows)
     __device__ __forceinline__ static AccT lift_staged(const Op &op, const Shared &sh, int e, OutT x, int64_t index)
     {
         const unsigned char f = sh.flags[e];
         return op.lift(x, (f & kKeepBit) != 0, (f & kResetBit) != 0, index);
+    }
+    __device__ __forceinline__ static AccT elem_flagged(const Op &op, const SlabArgs &a, const SlabTile &t,
+                                                        const Shared &sh, const Segment &g, int i, OutT e, int slab_row)
+    {
+        return lift_staged(op, sh, g.idx0 + i * g.step, e, S::INDEXED ? index_in_slab(a, t, g, i, slab_row) : 0);
     }
 
     template <bool HOLD, bool WHOLE>
@@ -582,6 +629,21 @@ struct SlabScan {
         }
     }
 
+    // RESETS: the segment's resets as head bits (bit i: element i starts a segment).
+    __device__ __forceinline__ static uint64_t reset_bits(const SlabArgs &a, const SlabTile &t, const Shared &sh,
+                                                          const Segment &g)
+    {
+        const unsigned char *f = sh.flags + g.idx0 + reset_offset(a, t);
+        uint64_t bits = 0;
+#pragma unroll
+        for (int i = 0; i < SR_MAX; i++) {
+            if (i >= g.count) break;
+            bits |= (uint64_t)(f[i * g.step] != 0) << i;
+        }
+        return bits;
+    }
+    static_assert(!RESETS || (HEADED && !S::INDEXED), "resets as heads take the plain headed loops");
+
     // Pass 1: read the segment (into registers with HOLD), and its (head seen, fold since the last
     // head); with INIT (a.initial set) a head starts from its line's initial value. INIT is a
     // template switch so that scans without initial values keep the lean loop. SHORT: the segment
@@ -591,6 +653,9 @@ struct SlabScan {
                                                                  Segment &g)
     {
         const Op op(a.op);
+        // (RESETS: tiles of whole slabs, a column's segments a thread each, no initial values:
+        // launch_slabs plans no other)
+        if constexpr (RESETS) g.heads |= reset_bits(a, t, sh, g);
         if constexpr (HEADED && !INIT && !SHORT) {
             if (whole_warp(g)) return headed_segment_fold<HOLD, true>(op, sh, g);
             return headed_segment_fold<HOLD, false>(op, sh, g);
@@ -701,6 +766,13 @@ struct SlabScan {
 template <class S>
 struct SlabWindowSpec : S {
     using P = SlabWindowTiles<typename S::P>;
+};
+
+// A plain cumsum / cumprod spec S with reset bytes (a.reset): segmented sums and products whose
+// slabs fit S's whole tiles, each reset one more head of the plain loops.
+template <class S>
+struct SlabResetSpec : S {
+    static constexpr bool RESETS = true;
 };
 
 // The columns and segments of one tile's table: item u is segment u % S of column u / S (columns

@@ -97,6 +97,7 @@ struct TuningSm80 {
     static constexpr bool kSlabHoldMasked2 = false;
     static constexpr bool kSlabHeadedSegments = true;  // plain scans mark slab heads in a bit mask a segment
     static constexpr bool kSlabHeadedFlagged = true;   // ... and flagged scans too
+    static constexpr bool kSlabResetsAsHeads = true;   // segmented sums in whole tiles: the plain loops, resets as heads
     static constexpr int kSlabMaxWidth = 512;          // columns of a tile whose slab pieces join up
     static constexpr int kSlabWalkMaxStripsPerSm = 0;  // pieces walk their strip below this, else look back
     static constexpr int kSlabTreeMaxStrips = 1;       // look-backs of this few strips join by a tree

@@ -83,11 +83,14 @@ local function check(op, odtype, len, want, got, want_i, got_i)
 end
 
 -- One scan of op over shape along dim 2 with a random dtype pair, flags and options, in the family
--- forced: the CUDA result against the CPU's into poisoned outputs, and again bit for bit.
-local function agree_in(family, shape, op, rng)
-  local pair = rng:pick(PAIRS[op])
+-- forced: the CUDA result against the CPU's into poisoned outputs, and again bit for bit. how
+-- (optional): pairs (instead of PAIRS[op]), resets (the densities to pick from), plan (words the
+-- plan must hold).
+local function agree_in(family, shape, op, rng, how)
+  how = how or {}
+  local pair = rng:pick(how.pairs or PAIRS[op])
   local idtype, odtype = pair[1], pair[2] or pair[1]
-  local reset_p = rng:pick({ 0, 0.001, 0.05, 0.5 })
+  local reset_p = rng:pick(how.resets or { 0, 0.001, 0.05, 0.5 })
   local masked = rng:bool(0.4) and family ~= "columns/walk"   -- masked column scans never walk
   -- the segmented sums and products are the point here: they always reset
   if (op == "cumsum" or op == "cumprod") and reset_p == 0 then reset_p = 0.01 end
@@ -113,6 +116,7 @@ local function agree_in(family, shape, op, rng)
     local plan = cs.explain(xd, 2, { op = op, reverse = opts.reverse, exclusive = opts.exclusive,
                                      dtype = opts.dtype, mask = o_gpu.mask, reset = o_gpu.reset })
     assert.equal("cuda " .. family, plan:sub(1, #family + 5), plan)
+    if how.plan then assert.is_truthy(plan:find(how.plan, 1, true), plan) end
     local got, got_i = run(op, xd, 2, o_gpu)
     check(op, odtype, shape[2], want, got, want_i, got_i)
     -- bit for bit again
@@ -280,6 +284,57 @@ describe("cummax, cummin, logcumsumexp and segmented scans in every kernel famil
     for _, c in ipairs(cases) do
       cs.force_family(c[1])
       for _, op in ipairs(OPS) do agree_in(c[1], c[2], op, rng) end
+    end
+  end)
+
+  it("segmented sums and products in whole slab tiles take the plain loops, each reset a head", function()
+    -- slabs that fit a plain cumsum's tile whole (a column's segments a thread each) are scanned by
+    -- the plain kernel with the resets as more heads: resets everywhere, nowhere (a reset tensor all
+    -- false) and in between, slab heads 2 to 999 rows apart, full tiles (whole warps) and short ones;
+    -- every shape fits the smallest of the pairs' tiles whole (8-byte outputs: 4096 elements, masked
+    -- or not, 17 rows a segment)
+    local rng = H.rng(H.seed_for("resets as heads"))
+    cs.force_family("slabs")   -- (the family alone: lines of even length would go to rows)
+    local pairs = {
+      cumsum = { { "float32" }, { "float64" }, { "int32", "int64" }, { "bool", "int64" }, { "float16", "float32" },
+                 { "float16" }, { "int64" } },
+      cumprod = { { "float64" }, { "float32" }, { "int64" }, { "bfloat16", "float64" }, { "int32", "int64" } },
+    }
+    local shapes = { { 4096, 2, 1 }, { 700, 3, 4 }, { 300, 9, 3 }, { 160, 17, 2 }, { 40, 63, 3 }, { 33, 64, 2 },
+                     { 20, 65, 1 }, { 9, 130, 8 }, { 64, 32, 64 }, { 8, 999, 3 }, { 3, 800, 5 }, { 20000, 5, 3 },
+                     { 1, 7, 128 }, { 2, 3, 1 } }
+    for _, shape in ipairs(shapes) do
+      for _, op in ipairs({ "cumsum", "cumprod" }) do
+        agree_in("slabs/whole", shape, op, rng,
+                 { pairs = { rng:pick(pairs[op]), { "float32" } }, resets = { 1e-9, 0.001, 0.05, 0.5, 1 },
+                   plan = "resets as heads" })
+      end
+    end
+  end)
+
+  it("resets as heads: reset bytes and x at any offsets (16-byte copies of resets, or byte by byte)", function()
+    local rng = H.rng(H.seed_for("resets as heads, offsets"))
+    for _, shape in ipairs({ { 300, 9, 3 }, { 64, 32, 64 }, { 2000, 4, 7 } }) do
+      local n = shape[1] * shape[2] * shape[3]
+      for shift = 0, 17, 1 do
+        local seed = rng:int(1, 1e9)
+        local xshift = shift % 5
+        H.replay(seed, ("%s reset shifted by %d, x by %d"):format(table.concat(shape, "x"), shift, xshift), function()
+          local flat = input({ n + 5 }, "float32", "cumsum", rng, seed)
+          local x = flat:narrow(1, xshift + 1, n):reshape(shape)
+          local r = cs.rand({ n + 17 }, { seed = seed + 2, device = "cpu" }):lt(0.1)
+          local rx = r:narrow(1, shift + 1, n):reshape(shape)
+          local opts = { reverse = rng:bool(), exclusive = rng:bool(0.3) }
+          local want = x:cumsum(2, { reverse = opts.reverse, exclusive = opts.exclusive, reset = rx })
+          local rd = r:cuda():narrow(1, shift + 1, n):reshape(shape)
+          local xd = flat:cuda():narrow(1, xshift + 1, n):reshape(shape)
+          local plan = cs.explain(xd, 2, { op = "cumsum", reset = rd })
+          assert.is_truthy(plan:find("resets as heads", 1, true), plan)
+          local out = cs.full(shape, 0 / 0, { device = "cuda" })
+          xd:cumsum(2, { reverse = opts.reverse, exclusive = opts.exclusive, reset = rd, out = out })
+          check("cumsum", "float32", shape[2], want, out)
+        end)
+      end
     end
   end)
 end)
