@@ -145,14 +145,15 @@ enum { LSE_CHUNK = 64, LSE_ROWS = 16 };
          : ((R) ? ((I) ? F(__VA_ARGS__, 0, 1, 1) : F(__VA_ARGS__, 0, 1, 0))                                     \
                 : ((I) ? F(__VA_ARGS__, 0, 0, 1) : F(__VA_ARGS__, 0, 0, 0))))
 
-/* One element of the walk, shared by rows and columns: restart on reset, take the element in (or
- * not, under a false mask), write the output and its index (the caller's excl and indexed say how). */
-#define SCAN_STEP(OPN, A, IN, OUT, OUT_T, acc, at, xv, keep, restart, first, pos, yp, ip)                       \
+/* One element of the walk, shared by rows and columns: restart on reset (from ident, the op's
+ * identity), take the element in (or not, under a false mask), write the output and its index (the
+ * caller's excl and indexed say how). */
+#define SCAN_STEP(OPN, A, IN, OUT, OUT_T, ident, acc, at, xv, keep, restart, first, pos, yp, ip)                \
     do {                                                                                                        \
         int first_ = (first);                                                                                   \
         A a_ = (acc);                                                                                           \
         int64_t at_ = (at);                                                                                     \
-        if (restart) { a_ = IDENT_##OPN(A, IN); at_ = 0; first_ = 1; }                                          \
+        if (restart) { a_ = (ident); at_ = 0; first_ = 1; }                                                     \
         const A before_ = a_;                                                                                   \
         const int64_t before_at_ = at_;                                                                         \
         if (keep) { A v_ = TO_ACC(IN, A, xv); TAKE_##OPN(a_, at_, v_, pos); }                                   \
@@ -216,7 +217,8 @@ enum { LSE_CHUNK = 64, LSE_ROWS = 16 };
                 if (odd || R == -INFINITY || lo < R - LSE_SPAN || ((double)acc != -INFINITY && acc < R - LSE_SPAN)) { \
                     for (int j = 0; j < n; j++) {                                                               \
                         const int64_t k = k0 + j, i = rev ? len - 1 - k : k;                                    \
-                        SCAN_STEP(OPN, A, IN, OUT, OUT_T, acc, at, x[i * sx], kp[j], 0, k == 0 && !init, i + 1, \
+                        SCAN_STEP(OPN, A, IN, OUT, OUT_T, IDENT_##OPN(A, IN), acc, at, x[i * sx], kp[j], 0,     \
+                                  k == 0 && !init, i + 1,                                                       \
                                   &y[i * so], &ix[i * si]);                                                     \
                     }                                                                                           \
                     continue;                                                                                   \
@@ -240,7 +242,7 @@ enum { LSE_CHUNK = 64, LSE_ROWS = 16 };
         }                                                                                                       \
         for (int64_t k = 0; k < len; k++) {                                                                     \
             const int64_t i = rev ? len - 1 - k : k;                                                            \
-            SCAN_STEP(OPN, A, IN, OUT, OUT_T, acc, at, x[i * sx], !masked || m[i * sm],                         \
+            SCAN_STEP(OPN, A, IN, OUT, OUT_T, IDENT_##OPN(A, IN), acc, at, x[i * sx], !masked || m[i * sm],     \
                       segmented && r[i * sr], k == 0 && !init, i + 1, &y[i * so], &ix[i * si]);                 \
         }                                                                                                       \
     }                                                                                                           \
@@ -341,6 +343,10 @@ enum { LSE_CHUNK = 64, LSE_ROWS = 16 };
         int64_t at[COLUMN_BLOCK];                                                                               \
         const int init = p->initial != 0;                                                                       \
         const int64_t iv = p->inner_stride[CS_OPND_INITIAL];                                                    \
+        /* the identity read once through a volatile: a restart's identity + v, which the compiler       \
+         * would fold to v, stays a sum, so the restart is a blend and the loop over lines vectorises */  \
+        volatile A ident_v = IDENT_##OPN(A, IN);                                                                \
+        const A ident = ident_v;                                                                                \
         for (int64_t c = 0; c < nc; c++) {                                                                      \
             acc[c] = init ? INITIAL_OF(A, p, off[CS_OPND_INITIAL] + (c0 + c) * iv) : IDENT_##OPN(A, IN);        \
             at[c] = 0;                                                                                          \
@@ -361,7 +367,7 @@ enum { LSE_CHUNK = 64, LSE_ROWS = 16 };
                 const unsigned char *rr = segmented ? p->reset + off[CS_OPND_RESET] + i * sr + c0 * ir : 0;     \
                 int64_t *nr = indexed ? p->indices + off[CS_OPND_INDICES] + i * si + c0 * ii : 0;               \
                 for (int64_t c = 0; c < nc; c++)                                                                \
-                    SCAN_STEP(OPN, A, IN, OUT, OUT_T, acc[c], at[c], xr[c * ix], !masked || mr[c * im],         \
+                    SCAN_STEP(OPN, A, IN, OUT, OUT_T, ident, acc[c], at[c], xr[c * ix], !masked || mr[c * im],  \
                               segmented && rr[c * ir], k == 0 && !init, i + 1, &yr[c * io], &nr[c * ii]);       \
             }                                                                                                   \
         }                                                                                                       \
