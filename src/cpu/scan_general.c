@@ -156,7 +156,16 @@ enum { LSE_CHUNK = 64, LSE_ROWS = 16 };
         if (restart) { a_ = (ident); at_ = 0; first_ = 1; }                                                     \
         const A before_ = a_;                                                                                   \
         const int64_t before_at_ = at_;                                                                         \
-        if (keep) { A v_ = TO_ACC(IN, A, xv); TAKE_##OPN(a_, at_, v_, pos); }                                   \
+        if (INDEXED_##OPN) {                                                                                    \
+            /* max / min: the take of every element, kept by a select where the mask says (branches       \
+             * under the mask keep the loop over lines from vectorising) */                               \
+            A t_ = a_;                                                                                          \
+            int64_t tat_ = at_;                                                                                 \
+            const A v_ = TO_ACC(IN, A, xv);                                                                     \
+            TAKE_##OPN(t_, tat_, v_, pos);                                                                      \
+            a_ = (keep) ? t_ : a_;                                                                              \
+            at_ = (keep) ? tat_ : at_;                                                                          \
+        } else if (keep) { A v_ = TO_ACC(IN, A, xv); TAKE_##OPN(a_, at_, v_, pos); }                            \
         else if (!SKIPS_MASKED_##OPN) { A v_ = MASKED_##OPN(A); TAKE_##OPN(a_, at_, v_, pos); }                 \
         *(yp) = TO_OUT(OUT, OUT_T, excl ? (first_ ? EMPTY_##OPN(A, IN) : before_) : a_);                        \
         if (indexed) *(ip) = excl ? before_at_ : at_;                                                           \
