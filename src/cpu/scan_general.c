@@ -15,6 +15,7 @@
  *   - an exclusive scan's first output of a segment is the empty prefix: +0.0 or 1, the identity of
  *     the others, with index 0. */
 #include <math.h>
+#include <omp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include "dtypes.h"
@@ -23,6 +24,11 @@
 #include "simd.h"
 
 enum { COLUMN_BLOCK = 512 };
+/* Segmented lines at least this long, fewer than the threads, are cut into a span a thread (see
+ * OPN_NAME_split_line); at most this many spans. */
+enum { SPLIT_MIN_LEN = 1 << 16, SPLIT_MAX_SPANS = 256 };
+/* span j of n of a line of len steps starts on a chunk's step (LSE_CHUNK, below) */
+#define SPAN_START(len, j, n) ((j) == (n) ? (len) : (len) * (j) / (n) / LSE_CHUNK * LSE_CHUNK)
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
@@ -189,8 +195,13 @@ enum { LSE_CHUNK = 64, LSE_ROWS = 16 };
  * nothing). */
 #define DEFINE_CPU_SCAN(OPN, OP, NAME, IN_T, ACC_T, OUT_T, IN, OUT, OPS)                                        \
     typedef ACC_##OPN(ACC_T) OPN##_##NAME##_acc;                                                                \
-    ALWAYS_INLINE void OPN##_##NAME##_line(const cs_scan_plan *p, const int64_t *off, const int masked,         \
-                                          const int segmented, const int indexed)                               \
+    /* Steps [k0, k1) of a line from the state (*acc, *at), left there at the end; returns the step of  \
+     * the first reset, or k1. logcumsumexp goes in chunks of LSE_CHUNK steps counted from the line's  \
+     * start (so a span's bits do not depend on where it starts); a chunk with a reset goes step by    \
+     * step. */                                                                                             \
+    ALWAYS_INLINE int64_t OPN##_##NAME##_span(const cs_scan_plan *p, const int64_t *off, int64_t k0, int64_t k1, \
+                                             OPN##_##NAME##_acc *acc_io, int64_t *at_io, const int masked,      \
+                                             const int segmented, const int indexed)                            \
     {                                                                                                           \
         typedef OPN##_##NAME##_acc A;                                                                           \
         const IN_T *x = (const IN_T *)p->x + off[CS_OPND_X];                                                    \
@@ -203,19 +214,25 @@ enum { LSE_CHUNK = 64, LSE_ROWS = 16 };
         const int64_t si = p->scan_stride[CS_OPND_INDICES];                                                     \
         const int excl = p->exclusive, rev = p->reverse;                                                        \
         const int init = p->initial != 0; /* then an exclusive scan's first output is the initial value */      \
-        A acc = init ? INITIAL_OF(A, p, off[CS_OPND_INITIAL]) : IDENT_##OPN(A, IN);                             \
-        int64_t at = 0;                                                                                         \
-        if (CHUNKED_##OPN && !segmented) {                                                                      \
-            for (int64_t k0 = 0; k0 < len; k0 += LSE_CHUNK) {                                                   \
-                const int n = len - k0 < LSE_CHUNK ? (int)(len - k0) : LSE_CHUNK;                               \
+        A acc = *acc_io;                                                                                        \
+        int64_t at = *at_io, first_reset = k1;                                                                  \
+        if (CHUNKED_##OPN) {                                                                                    \
+            for (int64_t c0 = k0, c1; c0 < k1; c0 = c1) {                                                       \
+                c1 = (c0 / LSE_CHUNK + 1) * LSE_CHUNK;                                                          \
+                if (c1 > k1) c1 = k1;                                                                           \
+                const int n = (int)(c1 - c0);                                                                   \
                 double xs[LSE_CHUNK], t[LSE_CHUNK], pre[LSE_CHUNK], lg[LSE_CHUNK];                              \
                 unsigned char kp[LSE_CHUNK];                                                                    \
                 double hi = -INFINITY, lo = INFINITY;                                                           \
                 int odd = !(acc == -INFINITY || isfinite((double)acc));                                         \
                 for (int j = 0; j < n; j++) {                                                                   \
-                    const int64_t i = rev ? len - 1 - (k0 + j) : k0 + j;                                        \
+                    const int64_t i = rev ? len - 1 - (c0 + j) : c0 + j;                                        \
                     xs[j] = TO_ACC(IN, double, x[i * sx]);                                                      \
                     kp[j] = !masked || m[i * sm];                                                               \
+                    if (segmented && r[i * sr]) {                                                               \
+                        odd = 1;                                                                                \
+                        if (first_reset == k1) first_reset = c0 + j;                                            \
+                    }                                                                                           \
                     if (kp[j]) {                                                                                \
                         odd |= !isfinite(xs[j]);                                                                \
                         hi = xs[j] > hi ? xs[j] : hi;                                                           \
@@ -225,10 +242,9 @@ enum { LSE_CHUNK = 64, LSE_ROWS = 16 };
                 const double R = hi > (double)acc ? hi : (double)acc;                                           \
                 if (odd || R == -INFINITY || lo < R - LSE_SPAN || ((double)acc != -INFINITY && acc < R - LSE_SPAN)) { \
                     for (int j = 0; j < n; j++) {                                                               \
-                        const int64_t k = k0 + j, i = rev ? len - 1 - k : k;                                    \
-                        SCAN_STEP(OPN, A, IN, OUT, OUT_T, IDENT_##OPN(A, IN), acc, at, x[i * sx], kp[j], 0,     \
-                                  k == 0 && !init, i + 1,                                                       \
-                                  &y[i * so], &ix[i * si]);                                                     \
+                        const int64_t k = c0 + j, i = rev ? len - 1 - k : k;                                    \
+                        SCAN_STEP(OPN, A, IN, OUT, OUT_T, IDENT_##OPN(A, IN), acc, at, x[i * sx], kp[j],        \
+                                  segmented && r[i * sr], k == 0 && !init, i + 1, &y[i * so], &ix[i * si]);     \
                     }                                                                                           \
                     continue;                                                                                   \
                 }                                                                                               \
@@ -242,24 +258,91 @@ enum { LSE_CHUNK = 64, LSE_ROWS = 16 };
                 }                                                                                               \
                 cs_cpu_log_f64(pre, lg, n);                                                                     \
                 for (int j = 0; j < n; j++) {                                                                   \
-                    const int64_t i = rev ? len - 1 - (k0 + j) : k0 + j;                                        \
+                    const int64_t i = rev ? len - 1 - (c0 + j) : c0 + j;                                        \
                     y[i * so] = TO_OUT(OUT, OUT_T, pre[j] == 1.0 ? R : R + lg[j]);                              \
                 }                                                                                               \
                 acc = (A)(P == 1.0 ? R : R + log(P));                                                           \
             }                                                                                                   \
-            return;                                                                                             \
+        } else {                                                                                                \
+            for (int64_t k = k0; k < k1; k++) {                                                                 \
+                const int64_t i = rev ? len - 1 - k : k;                                                        \
+                const int restart = segmented && r[i * sr];                                                     \
+                if (restart && first_reset == k1) first_reset = k;                                              \
+                SCAN_STEP(OPN, A, IN, OUT, OUT_T, IDENT_##OPN(A, IN), acc, at, x[i * sx], !masked || m[i * sm], \
+                          restart, k == 0 && !init, i + 1, &y[i * so], &ix[i * si]);                            \
+            }                                                                                                   \
         }                                                                                                       \
-        for (int64_t k = 0; k < len; k++) {                                                                     \
-            const int64_t i = rev ? len - 1 - k : k;                                                            \
-            SCAN_STEP(OPN, A, IN, OUT, OUT_T, IDENT_##OPN(A, IN), acc, at, x[i * sx], !masked || m[i * sm],     \
-                      segmented && r[i * sr], k == 0 && !init, i + 1, &y[i * so], &ix[i * si]);                 \
+        *acc_io = acc;                                                                                          \
+        *at_io = at;                                                                                            \
+        return first_reset;                                                                                     \
+    }                                                                                                           \
+    ALWAYS_INLINE void OPN##_##NAME##_line(const cs_scan_plan *p, const int64_t *off, const int masked,         \
+                                          const int segmented, const int indexed)                               \
+    {                                                                                                           \
+        OPN##_##NAME##_acc acc = p->initial ? INITIAL_OF(OPN##_##NAME##_acc, p, off[CS_OPND_INITIAL])           \
+                                            : IDENT_##OPN(OPN##_##NAME##_acc, IN);                              \
+        int64_t at = 0;                                                                                         \
+        OPN##_##NAME##_span(p, off, 0, p->len, &acc, &at, masked, segmented, indexed);                          \
+    }                                                                                                           \
+    /* A long segmented line on several threads, with the bits of the walk of one: each span (starting   \
+     * on a chunk's step) is walked from the identity, then, span after span, the steps before its first \
+     * reset (to the end of that reset's chunk) are walked again from the true state before it: past a \
+     * reset the walk no longer depends on what came before. A span without a reset is walked again    \
+     * whole. */                                                                                         \
+    static void OPN##_##NAME##_split_line(const cs_scan_plan *p, const int64_t *off, int nspans, const int masked, \
+                                          const int indexed)                                                    \
+    {                                                                                                           \
+        typedef OPN##_##NAME##_acc A;                                                                           \
+        A end[SPLIT_MAX_SPANS];                                                                                 \
+        int64_t end_at[SPLIT_MAX_SPANS], first_reset[SPLIT_MAX_SPANS];                                          \
+        const int64_t len = p->len;                                                                             \
+        const int init = p->initial != 0;                                                                       \
+        _Pragma("omp parallel for schedule(static, 1)")                                                         \
+        for (int j = 0; j < nspans; j++) {                                                                      \
+            const int64_t k0 = SPAN_START(len, j, nspans), k1 = SPAN_START(len, j + 1, nspans);                 \
+            end[j] = j == 0 && init ? INITIAL_OF(A, p, off[CS_OPND_INITIAL]) : IDENT_##OPN(A, IN);              \
+            end_at[j] = 0;                                                                                      \
+            first_reset[j] = masked ? (indexed ? OPN##_##NAME##_span(p, off, k0, k1, &end[j], &end_at[j], 1, 1, 1)  \
+                                               : OPN##_##NAME##_span(p, off, k0, k1, &end[j], &end_at[j], 1, 1, 0)) \
+                                    : (indexed ? OPN##_##NAME##_span(p, off, k0, k1, &end[j], &end_at[j], 0, 1, 1)  \
+                                               : OPN##_##NAME##_span(p, off, k0, k1, &end[j], &end_at[j], 0, 1, 0)); \
+        }                                                                                                       \
+        A acc = end[0];                                                                                         \
+        int64_t at = end_at[0];                                                                                 \
+        for (int j = 1; j < nspans; j++) {                                                                      \
+            const int64_t k0 = SPAN_START(len, j, nspans), k1 = SPAN_START(len, j + 1, nspans);                 \
+            int64_t upto = first_reset[j];                                                                      \
+            if (CHUNKED_##OPN && upto < k1) upto = (upto / LSE_CHUNK + 1) * LSE_CHUNK < k1 ? (upto / LSE_CHUNK + 1) * LSE_CHUNK : k1; \
+            if (masked) {                                                                                       \
+                if (indexed) OPN##_##NAME##_span(p, off, k0, upto, &acc, &at, 1, 1, 1);                         \
+                else OPN##_##NAME##_span(p, off, k0, upto, &acc, &at, 1, 1, 0);                                 \
+            } else {                                                                                            \
+                if (indexed) OPN##_##NAME##_span(p, off, k0, upto, &acc, &at, 0, 1, 1);                         \
+                else OPN##_##NAME##_span(p, off, k0, upto, &acc, &at, 0, 1, 0);                                 \
+            }                                                                                                   \
+            if (first_reset[j] < k1) {                                                                          \
+                acc = end[j];                                                                                   \
+                at = end_at[j];                                                                                 \
+            }                                                                                                   \
         }                                                                                                       \
     }                                                                                                           \
     static void OPN##_##NAME##_rows(const cs_scan_plan *p)                                                      \
     {                                                                                                           \
         if (!CS_OPS_HAS(OPS, OP)) return;                                                                       \
         const int masked = p->mask != 0, segmented = p->reset != 0;                                             \
-        const int indexed = INDEXED_##OPN && p->indices != 0;                                                   \
+        const int indexed = INDEXED_##OPN && p->indices != 0;                                                  \
+        const int threads = omp_get_max_threads();                                                              \
+        if (segmented && p->nouter < threads && p->len >= SPLIT_MIN_LEN) {                                      \
+            /* a span a thread, each line in turn (lines of at least two spans a thread's work each) */      \
+            int nspans = threads < SPLIT_MAX_SPANS ? threads : SPLIT_MAX_SPANS;                                 \
+            if (nspans > p->len / (SPLIT_MIN_LEN / 2)) nspans = (int)(p->len / (SPLIT_MIN_LEN / 2));            \
+            for (int64_t line = 0; line < p->nouter; line++) {                                                  \
+                int64_t off[CS_MAX_OPERANDS];                                                                   \
+                line_offsets(&p->outer, line, off);                                                             \
+                OPN##_##NAME##_split_line(p, off, nspans, masked, indexed);                                     \
+            }                                                                                                   \
+            return;                                                                                             \
+        }                                                                                                       \
         _Pragma("omp parallel for schedule(static) if(p->nouter > 1 && p->nouter * p->len > 32768)")            \
         for (int64_t line = 0; line < p->nouter; line++) {                                                      \
             int64_t off[CS_MAX_OPERANDS];                                                                       \
