@@ -5,7 +5,7 @@
 -- against that walk written in plain Lua (float64 sums and products, cummax values and indices), and
 -- across OMP_NUM_THREADS in child processes for every op (logcumsumexp included, whose chunks of 64
 -- steps count from the line's start), with spans that hold no reset, resets at a span's first step,
--- masks, reverse, exclusive and initial values.
+-- masks, reverse, exclusive, initial values, and in place (out = x).
 local cs = require("cuscan")
 local H = require("spec.helpers")
 local shell = require("spec.support.shell")
@@ -77,6 +77,12 @@ describe("CPU long segmented lines cut into spans", function()
           assert.is_true(H.bits(got) == H.bits(cs.tensor({ want }, { dtype = "float64" })),
                          "values differ from the walk of one thread")
           if got_i then assert.same({ want_i }, got_i:totable()) end
+          -- in place (out = x): each step read before it is written
+          if not got_i then
+            o.out = x
+            x[op](x, 2, o)
+            assert.is_true(H.bits(x) == H.bits(got), "in place, values differ")
+          end
         end)
       end
     end
@@ -91,20 +97,29 @@ describe("CPU long segmented lines cut into spans", function()
       local r = cs.rand({ 2, n }, { seed = 18 }):lt(1e-4)
       local r2 = cs.where(cs.arange(n):ge(n / 3):reshape({ 1, n }), false, r)   -- none past the first third
       local m = cs.rand({ 2, n }, { seed = 19 }):lt(0.7)
+      local ramp = cs.arange(n):reshape({ 1, n }):to("float64") * 1e-3
       local parts = {}
       for _, op in ipairs({ "cumsum", "cumprod", "cummax", "cummin", "logcumsumexp" }) do
-        for _, o in ipairs({ { reset = r }, { reset = r2, mask = m, reverse = true }, { reset = r, exclusive = true } }) do
-          local y = op == "cumprod" and (x * 1e-4 + 1) or x
+        -- (r2 leaves the last spans of a forward walk without a reset, and the first of a reverse one)
+        for _, o in ipairs({ { reset = r }, { reset = r2, mask = m, reverse = true }, { reset = r, exclusive = true },
+                             { reset = r2 } }) do
+          -- (a slow ramp: each step counts in logcumsumexp's last bits)
+          local y = op == "cumprod" and (x * 1e-4 + 1) or op == "logcumsumexp" and (x * 1e-2 + ramp) or x
           local a, b = y[op](y, 2, o)
           parts[#parts + 1] = H.bits(a)
           if b then parts[#parts + 1] = H.bits(b) end
           local f = y:to("float32")
           parts[#parts + 1] = H.bits((f[op](f, 2, o)))
+          if not b then   -- in place
+            o.out = f
+            f[op](f, 2, o)
+            parts[#parts + 1] = H.bits(f)
+          end
         end
       end
       local sum = 0
       for _, p in ipairs(parts) do
-        for i = 1, #p, 5 do sum = (sum * 31 + p:byte(i)) % 2147483647 end
+        for i = 1, #p do sum = (sum * 31 + p:byte(i)) % 2147483647 end
       end
       io.write(sum)
     ]]

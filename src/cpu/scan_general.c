@@ -195,13 +195,12 @@ enum { LSE_CHUNK = 64, LSE_ROWS = 16 };
  * nothing). */
 #define DEFINE_CPU_SCAN(OPN, OP, NAME, IN_T, ACC_T, OUT_T, IN, OUT, OPS)                                        \
     typedef ACC_##OPN(ACC_T) OPN##_##NAME##_acc;                                                                \
-    /* Steps [k0, k1) of a line from the state (*acc, *at), left there at the end; returns the step of  \
-     * the first reset, or k1. logcumsumexp goes in chunks of LSE_CHUNK steps counted from the line's  \
-     * start (so a span's bits do not depend on where it starts); a chunk with a reset goes step by    \
-     * step. */                                                                                             \
-    ALWAYS_INLINE int64_t OPN##_##NAME##_span(const cs_scan_plan *p, const int64_t *off, int64_t k0, int64_t k1, \
-                                             OPN##_##NAME##_acc *acc_io, int64_t *at_io, const int masked,      \
-                                             const int segmented, const int indexed)                            \
+    /* Steps [k0, k1) of a line from the state (*acc, *at), left there at the end. logcumsumexp goes in   \
+     * chunks of LSE_CHUNK steps counted from the line's start (so a span's bits do not depend on where \
+     * it starts); a chunk with a reset goes step by step, as do those from step steps_from on. */         \
+    ALWAYS_INLINE void OPN##_##NAME##_span(const cs_scan_plan *p, const int64_t *off, int64_t k0, int64_t k1,  \
+                                          OPN##_##NAME##_acc *acc_io, int64_t *at_io, int64_t steps_from,       \
+                                          const int masked, const int segmented, const int indexed)             \
     {                                                                                                           \
         typedef OPN##_##NAME##_acc A;                                                                           \
         const IN_T *x = (const IN_T *)p->x + off[CS_OPND_X];                                                    \
@@ -215,7 +214,7 @@ enum { LSE_CHUNK = 64, LSE_ROWS = 16 };
         const int excl = p->exclusive, rev = p->reverse;                                                        \
         const int init = p->initial != 0; /* then an exclusive scan's first output is the initial value */      \
         A acc = *acc_io;                                                                                        \
-        int64_t at = *at_io, first_reset = k1;                                                                  \
+        int64_t at = *at_io;                                                                                    \
         if (CHUNKED_##OPN) {                                                                                    \
             for (int64_t c0 = k0, c1; c0 < k1; c0 = c1) {                                                       \
                 c1 = (c0 / LSE_CHUNK + 1) * LSE_CHUNK;                                                          \
@@ -224,15 +223,12 @@ enum { LSE_CHUNK = 64, LSE_ROWS = 16 };
                 double xs[LSE_CHUNK], t[LSE_CHUNK], pre[LSE_CHUNK], lg[LSE_CHUNK];                              \
                 unsigned char kp[LSE_CHUNK];                                                                    \
                 double hi = -INFINITY, lo = INFINITY;                                                           \
-                int odd = !(acc == -INFINITY || isfinite((double)acc));                                         \
+                int odd = !(acc == -INFINITY || isfinite((double)acc)) || c0 >= steps_from;                     \
                 for (int j = 0; j < n; j++) {                                                                   \
                     const int64_t i = rev ? len - 1 - (c0 + j) : c0 + j;                                        \
                     xs[j] = TO_ACC(IN, double, x[i * sx]);                                                      \
                     kp[j] = !masked || m[i * sm];                                                               \
-                    if (segmented && r[i * sr]) {                                                               \
-                        odd = 1;                                                                                \
-                        if (first_reset == k1) first_reset = c0 + j;                                            \
-                    }                                                                                           \
+                    odd |= segmented && r[i * sr];                                                              \
                     if (kp[j]) {                                                                                \
                         odd |= !isfinite(xs[j]);                                                                \
                         hi = xs[j] > hi ? xs[j] : hi;                                                           \
@@ -266,15 +262,12 @@ enum { LSE_CHUNK = 64, LSE_ROWS = 16 };
         } else {                                                                                                \
             for (int64_t k = k0; k < k1; k++) {                                                                 \
                 const int64_t i = rev ? len - 1 - k : k;                                                        \
-                const int restart = segmented && r[i * sr];                                                     \
-                if (restart && first_reset == k1) first_reset = k;                                              \
                 SCAN_STEP(OPN, A, IN, OUT, OUT_T, IDENT_##OPN(A, IN), acc, at, x[i * sx], !masked || m[i * sm], \
-                          restart, k == 0 && !init, i + 1, &y[i * so], &ix[i * si]);                            \
+                          segmented && r[i * sr], k == 0 && !init, i + 1, &y[i * so], &ix[i * si]);             \
             }                                                                                                   \
         }                                                                                                       \
         *acc_io = acc;                                                                                          \
         *at_io = at;                                                                                            \
-        return first_reset;                                                                                     \
     }                                                                                                           \
     ALWAYS_INLINE void OPN##_##NAME##_line(const cs_scan_plan *p, const int64_t *off, const int masked,         \
                                           const int segmented, const int indexed)                               \
@@ -282,44 +275,40 @@ enum { LSE_CHUNK = 64, LSE_ROWS = 16 };
         OPN##_##NAME##_acc acc = p->initial ? INITIAL_OF(OPN##_##NAME##_acc, p, off[CS_OPND_INITIAL])           \
                                             : IDENT_##OPN(OPN##_##NAME##_acc, IN);                              \
         int64_t at = 0;                                                                                         \
-        OPN##_##NAME##_span(p, off, 0, p->len, &acc, &at, masked, segmented, indexed);                          \
+        OPN##_##NAME##_span(p, off, 0, p->len, &acc, &at, INT64_MAX, masked, segmented, indexed);               \
     }                                                                                                           \
-    /* A long segmented line on several threads, with the bits of the walk of one: each span (starting   \
-     * on a chunk's step) is walked from the identity, then, span after span, the steps before its first \
-     * reset (to the end of that reset's chunk) are walked again from the true state before it: past a \
-     * reset the walk no longer depends on what came before. A span without a reset is walked again    \
-     * whole. */                                                                                         \
+    /* A long segmented line on several threads, with the bits of the walk of one: span j > 0 (each      \
+     * starting on a chunk's step) is walked from its first reset on, from the identity (what comes    \
+     * before a reset no longer counts), then, span after span, its steps before that reset from the   \
+     * true state before it. A span without a reset is walked in that second pass alone. (Each step is \
+     * read before it is written, once: out may be x.) */                                                \
     static void OPN##_##NAME##_split_line(const cs_scan_plan *p, const int64_t *off, int nspans, const int masked, \
                                           const int indexed)                                                    \
     {                                                                                                           \
         typedef OPN##_##NAME##_acc A;                                                                           \
         A end[SPLIT_MAX_SPANS];                                                                                 \
         int64_t end_at[SPLIT_MAX_SPANS], first_reset[SPLIT_MAX_SPANS];                                          \
-        const int64_t len = p->len;                                                                             \
-        const int init = p->initial != 0;                                                                       \
+        const int64_t len = p->len, sr = p->scan_stride[CS_OPND_RESET];                                         \
+        const unsigned char *r = p->reset + off[CS_OPND_RESET];                                                 \
         _Pragma("omp parallel for schedule(static, 1)")                                                         \
         for (int j = 0; j < nspans; j++) {                                                                      \
             const int64_t k0 = SPAN_START(len, j, nspans), k1 = SPAN_START(len, j + 1, nspans);                 \
-            end[j] = j == 0 && init ? INITIAL_OF(A, p, off[CS_OPND_INITIAL]) : IDENT_##OPN(A, IN);              \
+            int64_t k = k0;                                                                                     \
+            if (j > 0)                                                                                          \
+                while (k < k1 && !r[(p->reverse ? len - 1 - k : k) * sr]) k++;                                  \
+            first_reset[j] = k;                                                                                 \
+            end[j] = j == 0 && p->initial ? INITIAL_OF(A, p, off[CS_OPND_INITIAL]) : IDENT_##OPN(A, IN);        \
             end_at[j] = 0;                                                                                      \
-            first_reset[j] = masked ? (indexed ? OPN##_##NAME##_span(p, off, k0, k1, &end[j], &end_at[j], 1, 1, 1)  \
-                                               : OPN##_##NAME##_span(p, off, k0, k1, &end[j], &end_at[j], 1, 1, 0)) \
-                                    : (indexed ? OPN##_##NAME##_span(p, off, k0, k1, &end[j], &end_at[j], 0, 1, 1)  \
-                                               : OPN##_##NAME##_span(p, off, k0, k1, &end[j], &end_at[j], 0, 1, 0)); \
+            if (k < k1) SPECIALISE(OPN##_##NAME##_span, masked, 1, indexed, p, off, k, k1, &end[j], &end_at[j], INT64_MAX); \
         }                                                                                                       \
         A acc = end[0];                                                                                         \
         int64_t at = end_at[0];                                                                                 \
         for (int j = 1; j < nspans; j++) {                                                                      \
             const int64_t k0 = SPAN_START(len, j, nspans), k1 = SPAN_START(len, j + 1, nspans);                 \
-            int64_t upto = first_reset[j];                                                                      \
-            if (CHUNKED_##OPN && upto < k1) upto = (upto / LSE_CHUNK + 1) * LSE_CHUNK < k1 ? (upto / LSE_CHUNK + 1) * LSE_CHUNK : k1; \
-            if (masked) {                                                                                       \
-                if (indexed) OPN##_##NAME##_span(p, off, k0, upto, &acc, &at, 1, 1, 1);                         \
-                else OPN##_##NAME##_span(p, off, k0, upto, &acc, &at, 1, 1, 0);                                 \
-            } else {                                                                                            \
-                if (indexed) OPN##_##NAME##_span(p, off, k0, upto, &acc, &at, 0, 1, 1);                         \
-                else OPN##_##NAME##_span(p, off, k0, upto, &acc, &at, 0, 1, 0);                                 \
-            }                                                                                                   \
+            /* (the chunk of the first reset goes step by step, as in the walk of one) */                     \
+            const int64_t steps_from = CHUNKED_##OPN && first_reset[j] < k1 ? first_reset[j] / LSE_CHUNK * LSE_CHUNK \
+                                                                            : INT64_MAX;                        \
+            SPECIALISE(OPN##_##NAME##_span, masked, 1, indexed, p, off, k0, first_reset[j], &acc, &at, steps_from); \
             if (first_reset[j] < k1) {                                                                          \
                 acc = end[j];                                                                                   \
                 at = end_at[j];                                                                                 \
@@ -351,47 +340,52 @@ enum { LSE_CHUNK = 64, LSE_ROWS = 16 };
         }                                                                                                       \
     }                                                                                                           \
     /* logcumsumexp: rows [k0, k0 + nr) of a block of columns as plain sums, each column from R, the       \
-     * larger of its largest kept element there and its running value (acc, advanced); 0, having       \
-     * written nothing, where a column has a kept element that is not finite or one more than LSE_SPAN \
-     * below its R */                                                                                       \
-    ALWAYS_INLINE int OPN##_##NAME##_block_chunk(const cs_scan_plan *p, const int64_t *off, int64_t c0,        \
-                                               int64_t nc, int64_t ix, int64_t im, int64_t io, int64_t k0,      \
-                                               int64_t nr, const int masked, OPN##_##NAME##_acc *acc)           \
+     * larger of its largest kept element there and its running value (acc, advanced), but the columns  \
+     * marked in odd: those with a kept element that is not finite or one more than LSE_SPAN below its \
+     * R, or a reset there, which go step by step (the caller); returns how many, having written none  \
+     * of their outputs (out may be x) */                                                               \
+    ALWAYS_INLINE int64_t OPN##_##NAME##_block_chunk(const cs_scan_plan *p, const int64_t *off, int64_t c0,    \
+                                                   int64_t nc, int64_t ix, int64_t im, int64_t io, int64_t ir,  \
+                                                   int64_t k0, int64_t nr, const int masked, const int segmented, \
+                                                   OPN##_##NAME##_acc *acc, unsigned char *odd)                 \
     {                                                                                                           \
         const int64_t len = p->len, sx = p->scan_stride[CS_OPND_X], sm = p->scan_stride[CS_OPND_MASK];          \
-        const int64_t so = p->scan_stride[CS_OPND_OUT];                                                         \
+        const int64_t so = p->scan_stride[CS_OPND_OUT], sr = p->scan_stride[CS_OPND_RESET];                     \
         const int excl = p->exclusive, rev = p->reverse;                                                        \
         double R[COLUMN_BLOCK], P[COLUMN_BLOCK], xs[COLUMN_BLOCK], t[COLUMN_BLOCK], lg[COLUMN_BLOCK];           \
         double lo[COLUMN_BLOCK];                                                                                \
         unsigned char kp[COLUMN_BLOCK];                                                                         \
-        int odd = 0;                                                                                            \
         for (int64_t c = 0; c < nc; c++) {                                                                      \
             R[c] = -INFINITY;                                                                                   \
             lo[c] = INFINITY;                                                                                   \
-            odd |= !((double)acc[c] == -INFINITY || isfinite((double)acc[c]));                                  \
+            odd[c] = !((double)acc[c] == -INFINITY || isfinite((double)acc[c]));                                \
         }                                                                                                       \
         for (int64_t k = k0; k < k0 + nr; k++) {                                                                \
             const int64_t i = rev ? len - 1 - k : k;                                                            \
             const IN_T *xr = (const IN_T *)p->x + off[CS_OPND_X] + i * sx + c0 * ix;                            \
             const unsigned char *mr = masked ? p->mask + off[CS_OPND_MASK] + i * sm + c0 * im : 0;              \
+            const unsigned char *rr = segmented ? p->reset + off[CS_OPND_RESET] + i * sr + c0 * ir : 0;         \
             for (int64_t c = 0; c < nc; c++) {                                                                  \
                 const double v = TO_ACC(IN, double, xr[c * ix]);                                                \
+                if (segmented) odd[c] |= rr[c * ir] != 0;                                                       \
                 if (!masked || mr[c * im]) {                                                                    \
-                    odd |= !isfinite(v);                                                                        \
+                    odd[c] |= !isfinite(v);                                                                     \
                     R[c] = v > R[c] ? v : R[c];                                                                 \
                     lo[c] = v < lo[c] ? v : lo[c];                                                              \
                 }                                                                                               \
             }                                                                                                   \
         }                                                                                                       \
+        int64_t nodd = 0;                                                                                       \
         for (int64_t c = 0; c < nc; c++) {                                                                      \
             const double a = (double)acc[c];                                                                    \
             R[c] = a > R[c] ? a : R[c];                                                                         \
             if (R[c] == -INFINITY) R[c] = 0.0; /* nothing kept yet: its sums stay 0, its outputs -inf */        \
-            odd |= lo[c] < R[c] - LSE_SPAN || (a != -INFINITY && a < R[c] - LSE_SPAN);                          \
+            odd[c] |= lo[c] < R[c] - LSE_SPAN || (a != -INFINITY && a < R[c] - LSE_SPAN);                       \
+            nodd += odd[c];                                                                                     \
             xs[c] = a;                                                                                          \
             kp[c] = a != -INFINITY;                                                                             \
         }                                                                                                       \
-        if (odd) return 0;                                                                                      \
+        if (nodd == nc) return nodd;                                                                            \
         cs_cpu_exp_diff_f64(xs, R, kp, P, nc); /* the running values in their columns' scales */                \
         for (int64_t k = k0; k < k0 + nr; k++) {                                                                \
             const int64_t i = rev ? len - 1 - k : k;                                                            \
@@ -409,11 +403,16 @@ enum { LSE_CHUNK = 64, LSE_ROWS = 16 };
                 xs[c] = excl ? before : P[c];                                                                   \
             }                                                                                                   \
             cs_cpu_log_f64(xs, lg, nc);                                                                         \
-            for (int64_t c = 0; c < nc; c++) yr[c * io] = TO_OUT(OUT, OUT_T, xs[c] == 1.0 ? R[c] : R[c] + lg[c]); \
+            if (nodd == 0) /* (a loop without a test: it vectorises) */                                    \
+                for (int64_t c = 0; c < nc; c++) yr[c * io] = TO_OUT(OUT, OUT_T, xs[c] == 1.0 ? R[c] : R[c] + lg[c]); \
+            else                                                                                                \
+                for (int64_t c = 0; c < nc; c++)                                                                \
+                    if (!odd[c]) yr[c * io] = TO_OUT(OUT, OUT_T, xs[c] == 1.0 ? R[c] : R[c] + lg[c]);           \
         }                                                                                                       \
         cs_cpu_log_f64(P, lg, nc);                                                                              \
-        for (int64_t c = 0; c < nc; c++) acc[c] = (OPN##_##NAME##_acc)(P[c] == 1.0 ? R[c] : R[c] + lg[c]);      \
-        return 1;                                                                                               \
+        for (int64_t c = 0; c < nc; c++)                                                                        \
+            if (!odd[c]) acc[c] = (OPN##_##NAME##_acc)(P[c] == 1.0 ? R[c] : R[c] + lg[c]);                      \
+        return nodd;                                                                                            \
     }                                                                                                           \
     /* a block of nc neighbouring lines from line c0, walked a row at a time; unit: every operand               \
      * steps by 1 along the block */                                                                            \
@@ -443,13 +442,16 @@ enum { LSE_CHUNK = 64, LSE_ROWS = 16 };
             acc[c] = init ? INITIAL_OF(A, p, off[CS_OPND_INITIAL] + (c0 + c) * iv) : IDENT_##OPN(A, IN);        \
             at[c] = 0;                                                                                          \
         }                                                                                                       \
+        unsigned char odd[COLUMN_BLOCK]; /* logcumsumexp: the columns a chunk leaves to the steps */             \
         for (int64_t k0 = 0, ke = len; k0 < len; k0 = ke) {                                                     \
             /* logcumsumexp: LSE_ROWS rows at a time as plain sums, each column from its own R, where it   \
-             * can (as the rows' chunks); rows [k0, ke) go step by step */                                      \
+             * can (as the rows' chunks); rows [k0, ke) go step by step (logcumsumexp: its odd columns) */     \
             ke = len;                                                                                           \
-            if (CHUNKED_##OPN && !segmented) {                                                                  \
+            if (CHUNKED_##OPN) {                                                                                \
                 ke = len - k0 < LSE_ROWS ? len : k0 + LSE_ROWS;                                                 \
-                if (OPN##_##NAME##_block_chunk(p, off, c0, nc, ix, im, io, k0, ke - k0, masked, acc)) continue; \
+                if (!OPN##_##NAME##_block_chunk(p, off, c0, nc, ix, im, io, ir, k0, ke - k0, masked, segmented, acc, \
+                                                odd))                                                           \
+                    continue;                                                                                   \
             }                                                                                                   \
             for (int64_t k = k0; k < ke; k++) {                                                                 \
                 const int64_t i = rev ? len - 1 - k : k;                                                        \
@@ -459,8 +461,9 @@ enum { LSE_CHUNK = 64, LSE_ROWS = 16 };
                 const unsigned char *rr = segmented ? p->reset + off[CS_OPND_RESET] + i * sr + c0 * ir : 0;     \
                 int64_t *nr = indexed ? p->indices + off[CS_OPND_INDICES] + i * si + c0 * ii : 0;               \
                 for (int64_t c = 0; c < nc; c++)                                                                \
-                    SCAN_STEP(OPN, A, IN, OUT, OUT_T, ident, acc[c], at[c], xr[c * ix], !masked || mr[c * im],  \
-                              segmented && rr[c * ir], k == 0 && !init, i + 1, &yr[c * io], &nr[c * ii]);       \
+                    if (!CHUNKED_##OPN || odd[c])                                                               \
+                        SCAN_STEP(OPN, A, IN, OUT, OUT_T, ident, acc[c], at[c], xr[c * ix], !masked || mr[c * im], \
+                                  segmented && rr[c * ir], k == 0 && !init, i + 1, &yr[c * io], &nr[c * ii]);   \
             }                                                                                                   \
         }                                                                                                       \
     }                                                                                                           \
