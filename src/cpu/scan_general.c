@@ -219,7 +219,7 @@ enum { LSE_CHUNK = 64, LSE_ROWS = 16 };
             for (int64_t c0 = k0, c1; c0 < k1; c0 = c1) {                                                       \
                 c1 = (c0 / LSE_CHUNK + 1) * LSE_CHUNK;                                                          \
                 if (c1 > k1) c1 = k1;                                                                           \
-                const int n = (int)(c1 - c0);                                                                   \
+                const int n = c1 - c0 < LSE_CHUNK ? (int)(c1 - c0) : LSE_CHUNK; /* (at most: the compiler knows) */ \
                 double xs[LSE_CHUNK], t[LSE_CHUNK], pre[LSE_CHUNK], lg[LSE_CHUNK];                              \
                 unsigned char kp[LSE_CHUNK];                                                                    \
                 double hi = -INFINITY, lo = INFINITY;                                                           \
@@ -355,6 +355,7 @@ enum { LSE_CHUNK = 64, LSE_ROWS = 16 };
         double R[COLUMN_BLOCK], P[COLUMN_BLOCK], xs[COLUMN_BLOCK], t[COLUMN_BLOCK], lg[COLUMN_BLOCK];           \
         double lo[COLUMN_BLOCK];                                                                                \
         unsigned char kp[COLUMN_BLOCK];                                                                         \
+        int any = 0; /* (which columns, only when some) */                                                      \
         for (int64_t c = 0; c < nc; c++) {                                                                      \
             R[c] = -INFINITY;                                                                                   \
             lo[c] = INFINITY;                                                                                   \
@@ -367,14 +368,24 @@ enum { LSE_CHUNK = 64, LSE_ROWS = 16 };
             const unsigned char *rr = segmented ? p->reset + off[CS_OPND_RESET] + i * sr + c0 * ir : 0;         \
             for (int64_t c = 0; c < nc; c++) {                                                                  \
                 const double v = TO_ACC(IN, double, xr[c * ix]);                                                \
-                if (segmented) odd[c] |= rr[c * ir] != 0;                                                       \
+                if (segmented) any |= rr[c * ir] != 0;                                                          \
                 if (!masked || mr[c * im]) {                                                                    \
-                    odd[c] |= !isfinite(v);                                                                     \
+                    any |= !isfinite(v);                                                                        \
                     R[c] = v > R[c] ? v : R[c];                                                                 \
                     lo[c] = v < lo[c] ? v : lo[c];                                                              \
                 }                                                                                               \
             }                                                                                                   \
         }                                                                                                       \
+        if (any)                                                                                                \
+            for (int64_t k = k0; k < k0 + nr; k++) {                                                            \
+                const int64_t i = rev ? len - 1 - k : k;                                                        \
+                const IN_T *xr = (const IN_T *)p->x + off[CS_OPND_X] + i * sx + c0 * ix;                        \
+                const unsigned char *mr = masked ? p->mask + off[CS_OPND_MASK] + i * sm + c0 * im : 0;          \
+                const unsigned char *rr = segmented ? p->reset + off[CS_OPND_RESET] + i * sr + c0 * ir : 0;     \
+                for (int64_t c = 0; c < nc; c++)                                                                \
+                    odd[c] |= (segmented && rr[c * ir]) ||                                                      \
+                              ((!masked || mr[c * im]) && !isfinite(TO_ACC(IN, double, xr[c * ix])));          \
+            }                                                                                                   \
         int64_t nodd = 0;                                                                                       \
         for (int64_t c = 0; c < nc; c++) {                                                                      \
             const double a = (double)acc[c];                                                                    \
