@@ -93,14 +93,7 @@ describe("the CPU's split long lines", function()
       end
       io.write(sum)
     ]]
-    local outs = {}
-    for _, threads in ipairs({ 1, 2, 3 }) do
-      local out, status = shell.sh(("cd %s && CUSCAN_DEVICE=cpu OMP_NUM_THREADS=%d LUA_PATH=%s luajit -e %s"):format(
-        shell.q(shell.root), threads, shell.q(shell.root .. "/lua/?.lua;" .. shell.root .. "/lua/?/init.lua;./?.lua;" ..
-        package.path), shell.q(chunk)))
-      assert.equal(0, status, out)
-      outs[#outs + 1] = out
-    end
+    local outs = shell.on_threads(chunk, { 1, 2, 3 })
     assert.equal(outs[1], outs[2])
     assert.equal(outs[1], outs[3])
   end)

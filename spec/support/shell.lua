@@ -47,6 +47,20 @@ function shell.sh(cmd)
   return (out:gsub("__status=%d+%s*$", "")), status
 end
 
+-- What a Lua chunk writes when run by LuaJIT on the CPU backend with OMP_NUM_THREADS set to each
+-- of threads (asserting that each run exits 0), in that order.
+function shell.on_threads(chunk, threads)
+  local outs = {}
+  for _, n in ipairs(threads) do
+    local out, status = shell.sh(("cd %s && CUSCAN_DEVICE=cpu OMP_NUM_THREADS=%d LUA_PATH=%s luajit -e %s"):format(
+      shell.q(root), n, shell.q(root .. "/lua/?.lua;" .. root .. "/lua/?/init.lua;./?.lua;" .. package.path),
+      shell.q(chunk)))
+    assert(status == 0, out)
+    outs[#outs + 1] = out
+  end
+  return outs
+end
+
 -- The shell words that set the variables of env (false unsets one).
 function shell.exports(env)
   local parts = {}
