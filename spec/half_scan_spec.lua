@@ -199,6 +199,54 @@ H.each_device("float16 and bfloat16 scans", function(dev, it)
       H.raises(function() x:cumsum(1, { out = cs.zeros({ 3 }, { device = dev }) }) end, { "out: expected dtype " .. dtype .. " (the output dtype), got float32" })
     end
   end)
+
+  it("every bit pattern in segments of two: read exactly, each pair's sum rounded once, in rows and columns", function()
+    -- a segmented scan (resets take the CPU's general walk) of all 65536 patterns in a random order,
+    -- restarting every second element: each output is an input itself or the exact float64 sum of
+    -- two, rounded once; denormals, the range's top, infinities, NaNs with any payload among them
+    H.with_rng("half patterns " .. dev, function(rng)
+      for _, dtype in ipairs(HALVES) do
+        local bits = {}
+        for b = 0, 65535 do bits[b + 1] = b end
+        for i = #bits, 2, -1 do
+          local j = rng:int(1, i)
+          bits[i], bits[j] = bits[j], bits[i]
+        end
+        local v = {}
+        for i, b in ipairs(bits) do v[i] = H.half_value(b, dtype) end
+        local x = H.from_half_bits(bits, dtype, dev)
+        local function same(a, want, what, k)
+          if not (a == want and (a ~= 0 or 1 / a == 1 / want)) and not (a ~= a and want ~= want) then
+            error(("%s %s: element %d (bits %04x) is %.17g, want %.17g"):format(dtype, what, k, bits[k], a, want), 3)
+          end
+        end
+        for _, reverse in ipairs({ false, true }) do
+          -- rows: restarts at the odd elements counted in scan order
+          local r = {}
+          for i = 1, 65536 do r[i] = (reverse and 65537 - i or i) % 2 == 1 end
+          local reset = cs.tensor(r, { device = dev })
+          for _, odt in ipairs({ dtype, "float32", "float64" }) do
+            local y = H.flatten(x:cumsum(1, { reset = reset, reverse = reverse, dtype = odt }):totable())
+            for i = 1, 65536 do
+              local before = reverse and i + 1 or i - 1
+              local want = r[i] and v[i] or v[i] + v[before]
+              same(y[i], H.stored(want, odt), ("rows%s -> %s"):format(reverse and " reverse" or "", odt), i)
+            end
+          end
+        end
+        -- columns: the pairs as two rows of 32768 columns, a segmented scan without a restart
+        local cols = x:reshape({ 32768, 2 }):transpose(1, 2):contiguous()
+        local none = cs.zeros({ 2, 32768 }, { dtype = "bool", device = dev })
+        for _, odt in ipairs({ dtype, "float64" }) do
+          local y = cols:cumsum(1, { reset = none, dtype = odt }):transpose(1, 2):contiguous():reshape({ 65536 })
+          y = H.flatten(y:totable())
+          for i = 1, 65536 do
+            same(y[i], H.stored(i % 2 == 1 and v[i] or v[i] + v[i - 1], odt), "columns -> " .. odt, i)
+          end
+        end
+      end
+    end)
+  end)
 end)
 
 describe("float16 and bfloat16 scans, CPU against CUDA #cuda", function()

@@ -100,6 +100,64 @@ CS_HD uint16_t cs_half_bits_from_double(double v, int ebits, int mbits)
     return (uint16_t)(sign | (bits >= inf ? inf : (uint32_t)bits));
 }
 
+#if !defined(__CUDACC__)
+/* The same conversions without a branch, bit for bit, for the CPU's loops over many elements: each
+ * case is computed and one is selected, so that a loop of them vectorises (the forms above branch on
+ * the rare cases, which keeps a loop scalar). */
+static inline uint64_t cs_bits_of_double(double v)
+{
+    uint64_t u;
+    memcpy(&u, &v, sizeof u);
+    return u;
+}
+static inline double cs_double_of_bits(uint64_t u)
+{
+    double v;
+    memcpy(&v, &u, sizeof v);
+    return v;
+}
+
+/* c ? a : b by masks (a conditional here would be a branch in the loops these serve) */
+static inline uint64_t cs_select_bits(int c, uint64_t a, uint64_t b)
+{
+    const uint64_t m = (uint64_t)0 - (uint64_t)(c != 0);
+    return (a & m) | (b & ~m);
+}
+
+static inline double cs_float16_to_double_lanes(uint16_t h)
+{
+    const uint64_t sign = (uint64_t)(h & 0x8000u) << 48, m = h & 0x3ffu;
+    const uint32_t e = (h >> 10) & 0x1fu;
+    const uint64_t normal = sign | ((uint64_t)(e + 1008) << 52) | (m << 42);
+    const uint64_t special = sign | 0x7ff0000000000000ULL | (m << 42); /* inf, or NaN with its payload */
+    const uint64_t denormal = sign | cs_bits_of_double((double)(int32_t)m * 0x1p-24);   /* exact */
+    return cs_double_of_bits(cs_select_bits(e == 0x1f, special, cs_select_bits(e == 0, denormal, normal)));
+}
+
+/* v rounded to `ebits` / `mbits` as cs_half_bits_from_double: the normal range's integer add, the
+ * denormals' rint of |v| scaled to count least denormals (by adding 2^52, which rounds to nearest
+ * even in the default mode; a count of 2^mbits is the least normal, as it should be), NaN and the
+ * range's ends, then one of them by a select */
+static inline uint16_t cs_half_bits_from_double_lanes(double v, const int ebits, const int mbits)
+{
+    const uint64_t u = cs_bits_of_double(v), a = u & 0x7fffffffffffffffULL;
+    const uint32_t sign = (uint32_t)(u >> 48) & 0x8000u;
+    const int bias = (1 << (ebits - 1)) - 1, drop = 52 - mbits;
+    const uint32_t inf = ((1u << ebits) - 1u) << mbits;
+    const uint64_t r = a + ((1ULL << (drop - 1)) - 1) + ((a >> drop) & 1);
+    const int64_t normal = (int64_t)(r >> drop) - ((int64_t)(1023 - bias) << mbits);
+    const double scaled = cs_double_of_bits(a) * cs_double_of_bits((uint64_t)(1023 + bias - 1 + mbits) << 52);
+    const uint32_t denormal = (uint32_t)(cs_bits_of_double(scaled + 0x1p52) & ((2u << mbits) - 1u));
+    const uint32_t nan = inf | (1u << (mbits - 1)) | (uint32_t)((a >> drop) & ((1u << mbits) - 1u));
+    const uint64_t finite = cs_select_bits(normal >= (int64_t)inf, inf, (uint64_t)normal);
+    const uint64_t bits = cs_select_bits(a > 0x7ff0000000000000ULL, nan,
+                                         cs_select_bits(a < ((uint64_t)(1023 + 1 - bias) << 52), denormal, finite));
+    return (uint16_t)(sign | bits);
+}
+static inline uint16_t cs_float16_from_double_lanes(double v) { return cs_half_bits_from_double_lanes(v, 5, 10); }
+static inline uint16_t cs_bfloat16_from_double_lanes(double v) { return cs_half_bits_from_double_lanes(v, 8, 7); }
+#endif
+
 CS_HD double cs_float16_to_double(uint16_t h)
 {
 #if defined(__CUDA_ARCH__)

@@ -64,6 +64,22 @@ static inline void line_offsets(const cs_iter *it, int64_t idx, int64_t off[CS_M
 #define TO_OUT(OUT, OUT_T, v)                                                                                   \
     ((OUT) == CS_FLOAT16 ? (OUT_T)cs_float16_from_double(v)                                                     \
      : (OUT) == CS_BFLOAT16 ? (OUT_T)cs_bfloat16_from_double(v) : (OUT_T)(v))
+/* The 2-byte floats convert a run at a time (half_lanes.c: loops that vectorise), as doubles: v[j] of
+ * x[j * s] and y[j * s] of v[j], for j < n; other types element by element as above. A pair with a
+ * 2-byte float side walks its steps on such runs (HALF_IO). */
+#define IS_HALF(T) ((T) == CS_FLOAT16 || (T) == CS_BFLOAT16)
+#define HALF_IO(IN, OUT) (IS_HALF(IN) || IS_HALF(OUT))
+#define LOAD_RUN(IN, v, x, s, n)                                                                                \
+    do {                                                                                                        \
+        if (IS_HALF(IN)) cs_cpu_halves_to_double(IN, (const uint16_t *)(x), s, v, n);                           \
+        else for (int64_t j_ = 0; j_ < (n); j_++) (v)[j_] = TO_ACC(IN, double, (x)[j_ * (s)]);                  \
+    } while (0)
+#define STORE_RUN(OUT, OUT_T, y, s, v, n)                                                                       \
+    do {                                                                                                        \
+        if (IS_HALF(OUT)) cs_cpu_halves_from_double(OUT, v, (uint16_t *)(y), s, n);                             \
+        else for (int64_t j_ = 0; j_ < (n); j_++) (y)[j_ * (s)] = (OUT_T)(v)[j_];                               \
+    } while (0)
+enum { HALF_CHUNK = 256 };
 
 static inline int nan_double(double v) { return v != v; }
 static inline int nan_never(int64_t v) { (void)v; return 0; }
@@ -179,17 +195,6 @@ enum { LSE_CHUNK = 64, LSE_ROWS = 16 };
         (at) = at_;                                                                                             \
     } while (0)
 
-/* The column blocks of an input type compiled for each x86-64 level (VECTOR_KERNEL), but for the
- * 2-byte floats, whose bits convert one element at a time (half.h) and gain nothing from wider
- * vectors. */
-#define BLOCK_CLONES(IN) BLOCK_CLONES_##IN
-#define BLOCK_CLONES_CS_FLOAT32 VECTOR_KERNEL
-#define BLOCK_CLONES_CS_FLOAT64 VECTOR_KERNEL
-#define BLOCK_CLONES_CS_INT32 VECTOR_KERNEL
-#define BLOCK_CLONES_CS_INT64 VECTOR_KERNEL
-#define BLOCK_CLONES_CS_BOOL VECTOR_KERNEL
-#define BLOCK_CLONES_CS_FLOAT16
-#define BLOCK_CLONES_CS_BFLOAT16
 
 /* The walks of one op for one dtype pair (OPS: the ops the pair supports; the others compile to
  * nothing). */
@@ -224,9 +229,11 @@ enum { LSE_CHUNK = 64, LSE_ROWS = 16 };
                 unsigned char kp[LSE_CHUNK];                                                                    \
                 double hi = -INFINITY, lo = INFINITY;                                                           \
                 int odd = !(acc == -INFINITY || isfinite((double)acc)) || c0 >= steps_from;                     \
+                const int64_t i0 = rev ? len - 1 - c0 : c0;                                                     \
+                if (IS_HALF(IN)) LOAD_RUN(IN, xs, x + i0 * sx, rev ? -sx : sx, n);                              \
                 for (int j = 0; j < n; j++) {                                                                   \
                     const int64_t i = rev ? len - 1 - (c0 + j) : c0 + j;                                        \
-                    xs[j] = TO_ACC(IN, double, x[i * sx]);                                                      \
+                    if (!IS_HALF(IN)) xs[j] = TO_ACC(IN, double, x[i * sx]);                                    \
                     kp[j] = !masked || m[i * sm];                                                               \
                     odd |= segmented && r[i * sr];                                                              \
                     if (kp[j]) {                                                                                \
@@ -253,11 +260,31 @@ enum { LSE_CHUNK = 64, LSE_ROWS = 16 };
                     pre[j] = excl ? before : P;                                                                 \
                 }                                                                                               \
                 cs_cpu_log_f64(pre, lg, n);                                                                     \
-                for (int j = 0; j < n; j++) {                                                                   \
-                    const int64_t i = rev ? len - 1 - (c0 + j) : c0 + j;                                        \
-                    y[i * so] = TO_OUT(OUT, OUT_T, pre[j] == 1.0 ? R : R + lg[j]);                              \
-                }                                                                                               \
+                if (IS_HALF(OUT)) {                                                                             \
+                    for (int j = 0; j < n; j++) lg[j] = pre[j] == 1.0 ? R : R + lg[j];                          \
+                    STORE_RUN(OUT, OUT_T, y + i0 * so, rev ? -so : so, lg, n);                                  \
+                } else                                                                                          \
+                    for (int j = 0; j < n; j++) {                                                               \
+                        const int64_t i = rev ? len - 1 - (c0 + j) : c0 + j;                                    \
+                        y[i * so] = TO_OUT(OUT, OUT_T, pre[j] == 1.0 ? R : R + lg[j]);                          \
+                    }                                                                                           \
                 acc = (A)(P == 1.0 ? R : R + log(P));                                                           \
+            }                                                                                                   \
+        } else if (HALF_IO(IN, OUT)) {                                                                          \
+            /* a chunk's conversions as loops of their own, which vectorise, around its steps in doubles */    \
+            for (int64_t c0 = k0, c1; c0 < k1; c0 = c1) {                                                       \
+                c1 = k1 - c0 < HALF_CHUNK ? k1 : c0 + HALF_CHUNK;                                               \
+                const int n = (int)(c1 - c0);                                                                   \
+                const int64_t i0 = rev ? len - 1 - c0 : c0;                                                     \
+                double xs[HALF_CHUNK], ys[HALF_CHUNK];                                                          \
+                LOAD_RUN(IN, xs, x + i0 * sx, rev ? -sx : sx, n);                                               \
+                for (int j = 0; j < n; j++) {                                                                   \
+                    const int64_t k = c0 + j, i = rev ? len - 1 - k : k;                                        \
+                    SCAN_STEP(OPN, A, CS_FLOAT64, CS_FLOAT64, double, IDENT_##OPN(A, IN), acc, at, xs[j],      \
+                              !masked || m[i * sm], segmented && r[i * sr], k == 0 && !init, i + 1, &ys[j],     \
+                              &ix[i * si]);                                                                     \
+                }                                                                                               \
+                STORE_RUN(OUT, OUT_T, y + i0 * so, rev ? -so : so, ys, n);                                      \
             }                                                                                                   \
         } else {                                                                                                \
             for (int64_t k = k0; k < k1; k++) {                                                                 \
@@ -366,8 +393,9 @@ enum { LSE_CHUNK = 64, LSE_ROWS = 16 };
             const IN_T *xr = (const IN_T *)p->x + off[CS_OPND_X] + i * sx + c0 * ix;                            \
             const unsigned char *mr = masked ? p->mask + off[CS_OPND_MASK] + i * sm + c0 * im : 0;              \
             const unsigned char *rr = segmented ? p->reset + off[CS_OPND_RESET] + i * sr + c0 * ir : 0;         \
+            if (IS_HALF(IN)) LOAD_RUN(IN, xs, xr, ix, nc);                                                      \
             for (int64_t c = 0; c < nc; c++) {                                                                  \
-                const double v = TO_ACC(IN, double, xr[c * ix]);                                                \
+                const double v = IS_HALF(IN) ? xs[c] : TO_ACC(IN, double, xr[c * ix]);                          \
                 if (segmented) any |= rr[c * ir] != 0;                                                          \
                 if (!masked || mr[c * im]) {                                                                    \
                     any |= !isfinite(v);                                                                        \
@@ -382,9 +410,11 @@ enum { LSE_CHUNK = 64, LSE_ROWS = 16 };
                 const IN_T *xr = (const IN_T *)p->x + off[CS_OPND_X] + i * sx + c0 * ix;                        \
                 const unsigned char *mr = masked ? p->mask + off[CS_OPND_MASK] + i * sm + c0 * im : 0;          \
                 const unsigned char *rr = segmented ? p->reset + off[CS_OPND_RESET] + i * sr + c0 * ir : 0;     \
+                if (IS_HALF(IN)) LOAD_RUN(IN, xs, xr, ix, nc);                                                  \
                 for (int64_t c = 0; c < nc; c++)                                                                \
                     odd[c] |= (segmented && rr[c * ir]) ||                                                      \
-                              ((!masked || mr[c * im]) && !isfinite(TO_ACC(IN, double, xr[c * ix])));          \
+                              ((!masked || mr[c * im]) &&                                                       \
+                               !isfinite(IS_HALF(IN) ? xs[c] : TO_ACC(IN, double, xr[c * ix])));                \
             }                                                                                                   \
         int64_t nodd = 0;                                                                                       \
         for (int64_t c = 0; c < nc; c++) {                                                                      \
@@ -403,8 +433,9 @@ enum { LSE_CHUNK = 64, LSE_ROWS = 16 };
             const IN_T *xr = (const IN_T *)p->x + off[CS_OPND_X] + i * sx + c0 * ix;                            \
             OUT_T *yr = (OUT_T *)p->out + off[CS_OPND_OUT] + i * so + c0 * io;                                  \
             const unsigned char *mr = masked ? p->mask + off[CS_OPND_MASK] + i * sm + c0 * im : 0;              \
+            if (IS_HALF(IN)) LOAD_RUN(IN, xs, xr, ix, nc);                                                      \
             for (int64_t c = 0; c < nc; c++) {                                                                  \
-                xs[c] = TO_ACC(IN, double, xr[c * ix]);                                                         \
+                if (!IS_HALF(IN)) xs[c] = TO_ACC(IN, double, xr[c * ix]);                                       \
                 kp[c] = !masked || mr[c * im];                                                                  \
             }                                                                                                   \
             cs_cpu_exp_diff_f64(xs, R, kp, t, nc);                                                              \
@@ -414,7 +445,10 @@ enum { LSE_CHUNK = 64, LSE_ROWS = 16 };
                 xs[c] = excl ? before : P[c];                                                                   \
             }                                                                                                   \
             cs_cpu_log_f64(xs, lg, nc);                                                                         \
-            if (nodd == 0) /* (a loop without a test: it vectorises) */                                    \
+            if (nodd == 0 && IS_HALF(OUT)) {                                                                    \
+                for (int64_t c = 0; c < nc; c++) lg[c] = xs[c] == 1.0 ? R[c] : R[c] + lg[c];                    \
+                STORE_RUN(OUT, OUT_T, yr, io, lg, nc);                                                          \
+            } else if (nodd == 0) /* (a loop without a test: it vectorises) */                                  \
                 for (int64_t c = 0; c < nc; c++) yr[c * io] = TO_OUT(OUT, OUT_T, xs[c] == 1.0 ? R[c] : R[c] + lg[c]); \
             else                                                                                                \
                 for (int64_t c = 0; c < nc; c++)                                                                \
@@ -471,6 +505,21 @@ enum { LSE_CHUNK = 64, LSE_ROWS = 16 };
                 const unsigned char *mr = masked ? p->mask + off[CS_OPND_MASK] + i * sm + c0 * im : 0;          \
                 const unsigned char *rr = segmented ? p->reset + off[CS_OPND_RESET] + i * sr + c0 * ir : 0;     \
                 int64_t *nr = indexed ? p->indices + off[CS_OPND_INDICES] + i * si + c0 * ii : 0;               \
+                if (HALF_IO(IN, OUT)) {                                                                         \
+                    /* the row's steps on doubles, converted as runs before and after */                        \
+                    double xs[COLUMN_BLOCK], ys[COLUMN_BLOCK];                                                  \
+                    LOAD_RUN(IN, xs, xr, ix, nc);                                                               \
+                    for (int64_t c = 0; c < nc; c++)                                                            \
+                        if (!CHUNKED_##OPN || odd[c])                                                           \
+                            SCAN_STEP(OPN, A, CS_FLOAT64, CS_FLOAT64, double, ident, acc[c], at[c], xs[c],      \
+                                      !masked || mr[c * im], segmented && rr[c * ir], k == 0 && !init, i + 1,   \
+                                      &ys[c], &nr[c * ii]);                                                     \
+                    if (!CHUNKED_##OPN) STORE_RUN(OUT, OUT_T, yr, io, ys, nc);                                  \
+                    else                                                                                        \
+                        for (int64_t c = 0; c < nc; c++)                                                        \
+                            if (odd[c]) yr[c * io] = TO_OUT(OUT, OUT_T, ys[c]);                                 \
+                    continue;                                                                                   \
+                }                                                                                               \
                 for (int64_t c = 0; c < nc; c++)                                                                \
                     if (!CHUNKED_##OPN || odd[c])                                                               \
                         SCAN_STEP(OPN, A, IN, OUT, OUT_T, ident, acc[c], at[c], xr[c * ix], !masked || mr[c * im], \
@@ -478,10 +527,9 @@ enum { LSE_CHUNK = 64, LSE_ROWS = 16 };
             }                                                                                                   \
         }                                                                                                       \
     }                                                                                                           \
-    /* a block task of unit strides, compiled for each x86-64 level (simd.h) where the input converts in   \
-     * registers: the block's loop over its lines vectorises, four or eight lanes at a time where the     \
-     * CPU has them */                                                                                      \
-    static BLOCK_CLONES(IN) void OPN##_##NAME##_unit_block(const cs_scan_plan *p, const int64_t *off, int64_t c0, \
+    /* a block task of unit strides, compiled for each x86-64 level (simd.h): the block's loop over its     \
+     * lines vectorises, four or eight lanes at a time where the CPU has them */                           \
+    static VECTOR_KERNEL void OPN##_##NAME##_unit_block(const cs_scan_plan *p, const int64_t *off, int64_t c0, \
                                                           int64_t nc, const int masked, const int segmented,    \
                                                           const int indexed)                                    \
     {                                                                                                           \

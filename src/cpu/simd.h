@@ -74,4 +74,9 @@ void cs_cpu_exp_f32(const float *a, float *r, int64_t n);
 void cs_cpu_log_f32(const float *a, float *r, int64_t n);
 void cs_cpu_exp_diff_f64(const double *x, const double *r, const unsigned char *keep, double *t, int64_t n);
 void cs_cpu_log_f64(const double *a, double *r, int64_t n);
+
+/* v[i] = x[i * stride] and y[i * stride] = v[i] rounded once, for i < n: float16 or bfloat16 (a
+ * CS_FLOAT16 / CS_BFLOAT16 dtype) elements to and from double, as half.h converts them (half_lanes.c) */
+void cs_cpu_halves_to_double(int dtype, const uint16_t *x, int64_t stride, double *v, int64_t n);
+void cs_cpu_halves_from_double(int dtype, const double *v, uint16_t *y, int64_t stride, int64_t n);
 #endif
