@@ -18,6 +18,7 @@
 #include <omp.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include "dtypes.h"
 #include "internal.h"
 #include "scalar.h"
@@ -80,6 +81,34 @@ static inline void line_offsets(const cs_iter *it, int64_t idx, int64_t off[CS_M
         else for (int64_t j_ = 0; j_ < (n); j_++) (y)[j_ * (s)] = (OUT_T)(v)[j_];                               \
     } while (0)
 enum { HALF_CHUNK = 256 };
+
+/* c ? a : b of an accumulator (double, or an integer by the 64-bit form) by its bits: a choice the
+ * compiler keeps as a blend (as a conditional, GCC turns "add x or 0" into a jump over the add, which
+ * a random mask mispredicts). Not for max / min of doubles, whose scalar walks it slows (their FP
+ * registers to integer ones and back on the running value's chain). */
+static inline double select_bits_double(int c, double a, double b)
+{
+    uint64_t ua, ub;
+    memcpy(&ua, &a, sizeof ua);
+    memcpy(&ub, &b, sizeof ub);
+    const uint64_t m = (uint64_t)0 - (uint64_t)(c != 0);
+    ua = (ua & m) | (ub & ~m);
+    memcpy(&a, &ua, sizeof a);
+    return a;
+}
+static inline uint32_t select_bits_u32(int c, uint32_t a, uint32_t b)
+{
+    const uint32_t m = 0u - (uint32_t)(c != 0);
+    return (a & m) | (b & ~m);
+}
+static inline uint64_t select_bits_u64(int c, uint64_t a, uint64_t b)
+{
+    const uint64_t m = (uint64_t)0 - (uint64_t)(c != 0);
+    return (a & m) | (b & ~m);
+}
+#define IS_FLOAT_ACC(a) _Generic((a), double: 1, default: 0)
+#define SELECT_BITS(c, a, b)                                                                                    \
+    _Generic((a), double: select_bits_double, uint32_t: select_bits_u32, default: select_bits_u64)(c, a, b)
 
 static inline int nan_double(double v) { return v != v; }
 static inline int nan_never(int64_t v) { (void)v; return 0; }
@@ -180,15 +209,24 @@ enum { LSE_CHUNK = 64, LSE_ROWS = 16 };
         const int64_t before_at_ = at_;                                                                         \
         if (INDEXED_##OPN) {                                                                                    \
             /* max / min: the take of every element, kept by a select where the mask says (branches       \
-             * under the mask keep the loop over lines from vectorising) */                               \
+             * under the mask keep the loop over lines from vectorising; integers' by their bits) */      \
             A t_ = a_;                                                                                          \
             int64_t tat_ = at_;                                                                                 \
             const A v_ = TO_ACC(IN, A, xv);                                                                     \
             TAKE_##OPN(t_, tat_, v_, pos);                                                                      \
-            a_ = (keep) ? t_ : a_;                                                                              \
-            at_ = (keep) ? tat_ : at_;                                                                          \
+            if (IS_FLOAT_ACC(a_)) {                                                                             \
+                a_ = (keep) ? t_ : a_;                                                                          \
+                at_ = (keep) ? tat_ : at_;                                                                      \
+            } else {                                                                                            \
+                a_ = (A)SELECT_BITS((keep), (uint64_t)t_, (uint64_t)a_);                                        \
+                at_ = (int64_t)SELECT_BITS((keep), (uint64_t)tat_, (uint64_t)at_);                              \
+            }                                                                                                   \
+        } else if (!SKIPS_MASKED_##OPN) {                                                                       \
+            /* sums and products: a masked-out element is the op's neutral value, taken by a select of   \
+             * an element read whatever the mask says (a read under the mask would be a branch) */         \
+            const A v_ = SELECT_BITS((keep), TO_ACC(IN, A, xv), MASKED_##OPN(A));                               \
+            TAKE_##OPN(a_, at_, v_, pos);                                                                       \
         } else if (keep) { A v_ = TO_ACC(IN, A, xv); TAKE_##OPN(a_, at_, v_, pos); }                            \
-        else if (!SKIPS_MASKED_##OPN) { A v_ = MASKED_##OPN(A); TAKE_##OPN(a_, at_, v_, pos); }                 \
         *(yp) = TO_OUT(OUT, OUT_T, excl ? (first_ ? EMPTY_##OPN(A, IN) : before_) : a_);                        \
         if (indexed) *(ip) = excl ? before_at_ : at_;                                                           \
         (acc) = a_;                                                                                             \
