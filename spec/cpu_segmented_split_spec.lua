@@ -66,9 +66,9 @@ describe("CPU long segmented lines cut into spans", function()
           local opts = { op = op, reverse = case % 2 == 0, exclusive = case == 3,
                          initial = case == 1 and op ~= "cummax" and 0.25 or nil, mask = mask, reset = reset }
           local want, want_i = walk(xs, opts)
-          local x = cs.tensor({ xs }, { dtype = "float64" })
-          local r = cs.tensor({ reset }, { dtype = "bool" })
-          local m = mask and cs.tensor({ mask }, { dtype = "bool" })
+          local x = cs.tensor({ xs }, { dtype = "float64", device = "cpu" })
+          local r = cs.tensor({ reset }, { dtype = "bool", device = "cpu" })
+          local m = mask and cs.tensor({ mask }, { dtype = "bool", device = "cpu" })
           local o = { reverse = opts.reverse, exclusive = opts.exclusive, reset = r, mask = m,
                       initial = opts.initial }
           assert.matches("cpu rows %(general walk%): 1 lines of " .. n, cs.explain(x, 2, (function()
