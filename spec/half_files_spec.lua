@@ -10,17 +10,6 @@ local shell = require("spec.support.shell")
 local HALVES = { "float16", "bfloat16" }
 local DESCR = { float16 = "'<f2'", bfloat16 = "'<V2'" }
 
--- Every bit pattern of the format, in a random order.
-local function every_pattern(rng)
-  local all = {}
-  for b = 0, 0xffff do all[b + 1] = b end
-  for i = #all, 2, -1 do
-    local j = rng:int(1, i)
-    all[i], all[j] = all[j], all[i]
-  end
-  return all
-end
-
 -- The file's header with its descr replaced (same length), and its data bytes swapped in pairs
 -- when swap: the file a big-endian machine, or another writer, would have made.
 local function rewrite(path, from, to, swap)
@@ -43,7 +32,7 @@ H.each_device("float16 and bfloat16 files", function(dev, it)
   for _, dtype in ipairs(HALVES) do
     it(dtype .. ": .npy keeps every bit pattern, NaN payloads included, loaded or mapped", function()
       H.with_rng("half npy " .. dtype .. dev, function(rng)
-        local x = H.from_half_bits(every_pattern(rng), dtype, dev):reshape({ 256, 256 }):transpose(1, 2)
+        local x = H.from_half_bits(H.every_half_pattern(rng), dtype, dev):reshape({ 256, 256 }):transpose(1, 2)
         local path = dir .. "/x.npy"
         cs.save(path, x)
         assert.is_truthy(shell.slurp(path):find("'descr': " .. DESCR[dtype], 1, true))
@@ -79,7 +68,7 @@ H.each_device("float16 and bfloat16 files", function(dev, it)
     it(dtype .. ": .csv writes every value with the fewest digits that read back as it", function()
       H.with_rng("half csv " .. dtype .. dev, function(rng)
         local bits = {}
-        for _, b in ipairs(every_pattern(rng)) do
+        for _, b in ipairs(H.every_half_pattern(rng)) do
           local v = H.half_value(b, dtype)
           if v == v then bits[#bits + 1] = b end
         end

@@ -206,12 +206,7 @@ H.each_device("float16 and bfloat16 scans", function(dev, it)
     -- two, rounded once; denormals, the range's top, infinities, NaNs with any payload among them
     H.with_rng("half patterns " .. dev, function(rng)
       for _, dtype in ipairs(HALVES) do
-        local bits = {}
-        for b = 0, 65535 do bits[b + 1] = b end
-        for i = #bits, 2, -1 do
-          local j = rng:int(1, i)
-          bits[i], bits[j] = bits[j], bits[i]
-        end
+        local bits = H.every_half_pattern(rng)
         local v = {}
         for i, b in ipairs(bits) do v[i] = H.half_value(b, dtype) end
         local x = H.from_half_bits(bits, dtype, dev)

@@ -460,6 +460,17 @@ function H.half_bits(t)
   return out
 end
 
+-- Every 16-bit pattern (0 to 0xffff), in a random order drawn from rng.
+function H.every_half_pattern(rng)
+  local all = {}
+  for b = 0, 0xffff do all[b + 1] = b end
+  for i = #all, 2, -1 do
+    local j = rng:int(1, i)
+    all[i], all[j] = all[j], all[i]
+  end
+  return all
+end
+
 -- A 1-d tensor of dtype (float16 or bfloat16) on dev holding the bit patterns given, written
 -- through its data pointer (so that every pattern, NaNs with any payload too, can be made).
 function H.from_half_bits(bits, dtype, dev)
