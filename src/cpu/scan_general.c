@@ -82,10 +82,10 @@ static inline void line_offsets(const cs_iter *it, int64_t idx, int64_t off[CS_M
     } while (0)
 enum { HALF_CHUNK = 256 };
 
-/* c ? a : b of an accumulator (double, or an integer by the 64-bit form) by its bits: a choice the
- * compiler keeps as a blend (as a conditional, GCC turns "add x or 0" into a jump over the add, which
- * a random mask mispredicts). Not for max / min of doubles, whose scalar walks it slows (their FP
- * registers to integer ones and back on the running value's chain). */
+/* c ? a : b of an accumulator (double, uint32_t, or another integer by the 64-bit form) by its
+ * bits: a choice the compiler keeps as a blend (as a conditional, GCC turns "add x or 0" into a jump
+ * over the add, which a random mask mispredicts). Not for max / min of doubles, whose scalar walks
+ * it slows (their FP registers to integer ones and back on the running value's chain). */
 static inline double select_bits_double(int c, double a, double b)
 {
     uint64_t ua, ub;
