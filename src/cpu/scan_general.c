@@ -152,6 +152,12 @@ static inline double log_add_exp(double a, double b)
 #define EMPTY_lse IDENT_lse
 #define TAKE_sum(acc, at, v, pos) ((acc) = (acc) + (v))
 #define TAKE_prod(acc, at, v, pos) ((acc) = (acc) * (v))
+/* max / min: v beyond the running value, a tie aside (the span's masked steps) */
+#define BEYOND_max(v, acc) ((v) > (acc))
+#define BEYOND_min(v, acc) ((v) < (acc))
+#define BEYOND_sum(v, acc) 0
+#define BEYOND_prod(v, acc) 0
+#define BEYOND_lse(v, acc) 0
 #define TAKE_max(acc, at, v, pos)                                                                               \
     do { if (IS_NAN(v) || (v) >= (acc)) { (acc) = (v); (at) = (pos); } } while (0)
 #define TAKE_min(acc, at, v, pos)                                                                               \
@@ -307,6 +313,33 @@ enum { LSE_CHUNK = 64, LSE_ROWS = 16 };
                         y[i * so] = TO_OUT(OUT, OUT_T, pre[j] == 1.0 ? R : R + lg[j]);                          \
                     }                                                                                           \
                 acc = (A)(P == 1.0 ? R : R + log(P));                                                           \
+            }                                                                                                   \
+        } else if (INDEXED_##OPN && masked && !HALF_IO(IN, OUT)) {                                             \
+            /* max / min under a mask: a chunk's masked-out elements become the identity first (selects    \
+             * off the running value's chain), so that a step branches on a take, rare once the running  \
+             * value has grown, and not on the mask; the identity ties the running value only where that \
+             * is the identity too, and there the mask byte decides */                                    \
+            for (int64_t c0 = k0, c1; c0 < k1; c0 = c1) {                                                       \
+                c1 = k1 - c0 < HALF_CHUNK ? k1 : c0 + HALF_CHUNK;                                               \
+                const int n = (int)(c1 - c0);                                                                   \
+                A vs[HALF_CHUNK];                                                                               \
+                for (int j = 0; j < n; j++) {                                                                   \
+                    const int64_t i = rev ? len - 1 - (c0 + j) : c0 + j;                                        \
+                    const A v = TO_ACC(IN, A, x[i * sx]);                                                       \
+                    if (IS_FLOAT_ACC(acc)) vs[j] = (A)select_bits_double(m[i * sm], (double)v, (double)IDENT_##OPN(A, IN)); \
+                    else vs[j] = (A)select_bits_u64(m[i * sm], (uint64_t)v, (uint64_t)IDENT_##OPN(A, IN));      \
+                }                                                                                               \
+                for (int j = 0; j < n; j++) {                                                                   \
+                    const int64_t k = c0 + j, i = rev ? len - 1 - k : k;                                        \
+                    int first = k == 0 && !init;                                                                \
+                    if (segmented && r[i * sr]) { acc = IDENT_##OPN(A, IN); at = 0; first = 1; }                \
+                    const A before = acc;                                                                       \
+                    const int64_t before_at = at;                                                               \
+                    const A v = vs[j];                                                                          \
+                    if (IS_NAN(v) || BEYOND_##OPN(v, acc) || (v == acc && m[i * sm])) { acc = v; at = i + 1; }  \
+                    y[i * so] = TO_OUT(OUT, OUT_T, excl ? (first ? EMPTY_##OPN(A, IN) : before) : acc);         \
+                    if (indexed) ix[i * si] = excl ? before_at : at;                                            \
+                }                                                                                               \
             }                                                                                                   \
         } else if (HALF_IO(IN, OUT)) {                                                                          \
             /* a chunk's conversions as loops of their own, which vectorise, around its steps in doubles */    \
