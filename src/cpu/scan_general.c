@@ -314,18 +314,21 @@ enum { LSE_CHUNK = 64, LSE_ROWS = 16 };
                     }                                                                                           \
                 acc = (A)(P == 1.0 ? R : R + log(P));                                                           \
             }                                                                                                   \
-        } else if (INDEXED_##OPN && masked && !HALF_IO(IN, OUT)) {                                             \
+        } else if (INDEXED_##OPN && masked) {                                                                   \
             /* max / min under a mask: a chunk's masked-out elements become the identity first (selects    \
              * off the running value's chain), so that a step branches on a take, rare once the running  \
              * value has grown, and not on the mask; the identity ties the running value only where that \
-             * is the identity too, and there the mask byte decides */                                    \
+             * is the identity too, and there the mask byte decides (the 2-byte floats as runs, HALF_IO) */ \
             for (int64_t c0 = k0, c1; c0 < k1; c0 = c1) {                                                       \
                 c1 = k1 - c0 < HALF_CHUNK ? k1 : c0 + HALF_CHUNK;                                               \
                 const int n = (int)(c1 - c0);                                                                   \
+                const int64_t i0 = rev ? len - 1 - c0 : c0;                                                     \
                 A vs[HALF_CHUNK];                                                                               \
+                double xs[HALF_IO(IN, OUT) ? HALF_CHUNK : 1], ys[HALF_IO(IN, OUT) ? HALF_CHUNK : 1];            \
+                if (HALF_IO(IN, OUT)) LOAD_RUN(IN, xs, x + i0 * sx, rev ? -sx : sx, n);                         \
                 for (int j = 0; j < n; j++) {                                                                   \
                     const int64_t i = rev ? len - 1 - (c0 + j) : c0 + j;                                        \
-                    const A v = TO_ACC(IN, A, x[i * sx]);                                                       \
+                    const A v = HALF_IO(IN, OUT) ? (A)xs[j] : TO_ACC(IN, A, x[i * sx]);                         \
                     if (IS_FLOAT_ACC(acc)) vs[j] = (A)select_bits_double(m[i * sm], (double)v, (double)IDENT_##OPN(A, IN)); \
                     else vs[j] = (A)select_bits_u64(m[i * sm], (uint64_t)v, (uint64_t)IDENT_##OPN(A, IN));      \
                 }                                                                                               \
@@ -337,9 +340,12 @@ enum { LSE_CHUNK = 64, LSE_ROWS = 16 };
                     const int64_t before_at = at;                                                               \
                     const A v = vs[j];                                                                          \
                     if (IS_NAN(v) || BEYOND_##OPN(v, acc) || (v == acc && m[i * sm])) { acc = v; at = i + 1; }  \
-                    y[i * so] = TO_OUT(OUT, OUT_T, excl ? (first ? EMPTY_##OPN(A, IN) : before) : acc);         \
+                    const A out = excl ? (first ? EMPTY_##OPN(A, IN) : before) : acc;                          \
+                    if (HALF_IO(IN, OUT)) ys[j] = (double)out;                                                  \
+                    else y[i * so] = TO_OUT(OUT, OUT_T, out);                                                   \
                     if (indexed) ix[i * si] = excl ? before_at : at;                                            \
                 }                                                                                               \
+                if (HALF_IO(IN, OUT)) STORE_RUN(OUT, OUT_T, y + i0 * so, rev ? -so : so, ys, n);                \
             }                                                                                                   \
         } else if (HALF_IO(IN, OUT)) {                                                                          \
             /* a chunk's conversions as loops of their own, which vectorise, around its steps in doubles */    \
