@@ -18,7 +18,6 @@
 #include <omp.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <string.h>
 #include "dtypes.h"
 #include "internal.h"
 #include "scalar.h"
@@ -82,33 +81,22 @@ static inline void line_offsets(const cs_iter *it, int64_t idx, int64_t off[CS_M
     } while (0)
 enum { HALF_CHUNK = 256 };
 
-/* c ? a : b of an accumulator (double, uint32_t, or another integer by the 64-bit form) by its
+/* c ? a : b of an accumulator (double, uint32_t, or another integer by half.h's 64-bit form) by its
  * bits: a choice the compiler keeps as a blend (as a conditional, GCC turns "add x or 0" into a jump
  * over the add, which a random mask mispredicts). Not for max / min of doubles, whose scalar walks
  * it slows (their FP registers to integer ones and back on the running value's chain). */
 static inline double select_bits_double(int c, double a, double b)
 {
-    uint64_t ua, ub;
-    memcpy(&ua, &a, sizeof ua);
-    memcpy(&ub, &b, sizeof ub);
-    const uint64_t m = (uint64_t)0 - (uint64_t)(c != 0);
-    ua = (ua & m) | (ub & ~m);
-    memcpy(&a, &ua, sizeof a);
-    return a;
+    return cs_double_of_bits(cs_select_bits(c, cs_bits_of_double(a), cs_bits_of_double(b)));
 }
 static inline uint32_t select_bits_u32(int c, uint32_t a, uint32_t b)
 {
     const uint32_t m = 0u - (uint32_t)(c != 0);
     return (a & m) | (b & ~m);
 }
-static inline uint64_t select_bits_u64(int c, uint64_t a, uint64_t b)
-{
-    const uint64_t m = (uint64_t)0 - (uint64_t)(c != 0);
-    return (a & m) | (b & ~m);
-}
 #define IS_FLOAT_ACC(a) _Generic((a), double: 1, default: 0)
 #define SELECT_BITS(c, a, b)                                                                                    \
-    _Generic((a), double: select_bits_double, uint32_t: select_bits_u32, default: select_bits_u64)(c, a, b)
+    _Generic((a), double: select_bits_double, uint32_t: select_bits_u32, default: cs_select_bits)(c, a, b)
 
 static inline int nan_double(double v) { return v != v; }
 static inline int nan_never(int64_t v) { (void)v; return 0; }
@@ -240,6 +228,15 @@ enum { LSE_CHUNK = 64, LSE_ROWS = 16 };
     } while (0)
 
 
+/* Row k of a block of columns from column c0 (the column walks): its step i along the lines and
+ * where each operand's row starts (the caller's len, rev, strides and flags) */
+#define BLOCK_ROW(IN_T, k)                                                                                      \
+    const int64_t i = rev ? len - 1 - (k) : (k);                                                                \
+    const IN_T *xr = (const IN_T *)p->x + off[CS_OPND_X] + i * sx + c0 * ix;                                    \
+    const unsigned char *mr = masked ? p->mask + off[CS_OPND_MASK] + i * sm + c0 * im : 0;                      \
+    const unsigned char *rr = segmented ? p->reset + off[CS_OPND_RESET] + i * sr + c0 * ir : 0;                 \
+    (void)xr, (void)mr, (void)rr
+
 /* The walks of one op for one dtype pair (OPS: the ops the pair supports; the others compile to
  * nothing). */
 #define DEFINE_CPU_SCAN(OPN, OP, NAME, IN_T, ACC_T, OUT_T, IN, OUT, OPS)                                        \
@@ -330,7 +327,7 @@ enum { LSE_CHUNK = 64, LSE_ROWS = 16 };
                     const int64_t i = rev ? len - 1 - (c0 + j) : c0 + j;                                        \
                     const A v = HALF_IO(IN, OUT) ? (A)xs[j] : TO_ACC(IN, A, x[i * sx]);                         \
                     if (IS_FLOAT_ACC(acc)) vs[j] = (A)select_bits_double(m[i * sm], (double)v, (double)IDENT_##OPN(A, IN)); \
-                    else vs[j] = (A)select_bits_u64(m[i * sm], (uint64_t)v, (uint64_t)IDENT_##OPN(A, IN));      \
+                    else vs[j] = (A)cs_select_bits(m[i * sm], (uint64_t)v, (uint64_t)IDENT_##OPN(A, IN));      \
                 }                                                                                               \
                 for (int j = 0; j < n; j++) {                                                                   \
                     const int64_t k = c0 + j, i = rev ? len - 1 - k : k;                                        \
@@ -466,10 +463,7 @@ enum { LSE_CHUNK = 64, LSE_ROWS = 16 };
             odd[c] = !((double)acc[c] == -INFINITY || isfinite((double)acc[c]));                                \
         }                                                                                                       \
         for (int64_t k = k0; k < k0 + nr; k++) {                                                                \
-            const int64_t i = rev ? len - 1 - k : k;                                                            \
-            const IN_T *xr = (const IN_T *)p->x + off[CS_OPND_X] + i * sx + c0 * ix;                            \
-            const unsigned char *mr = masked ? p->mask + off[CS_OPND_MASK] + i * sm + c0 * im : 0;              \
-            const unsigned char *rr = segmented ? p->reset + off[CS_OPND_RESET] + i * sr + c0 * ir : 0;         \
+            BLOCK_ROW(IN_T, k);                                                                                 \
             if (IS_HALF(IN)) LOAD_RUN(IN, xs, xr, ix, nc);                                                      \
             for (int64_t c = 0; c < nc; c++) {                                                                  \
                 const double v = IS_HALF(IN) ? xs[c] : TO_ACC(IN, double, xr[c * ix]);                          \
@@ -483,10 +477,7 @@ enum { LSE_CHUNK = 64, LSE_ROWS = 16 };
         }                                                                                                       \
         if (any)                                                                                                \
             for (int64_t k = k0; k < k0 + nr; k++) {                                                            \
-                const int64_t i = rev ? len - 1 - k : k;                                                        \
-                const IN_T *xr = (const IN_T *)p->x + off[CS_OPND_X] + i * sx + c0 * ix;                        \
-                const unsigned char *mr = masked ? p->mask + off[CS_OPND_MASK] + i * sm + c0 * im : 0;          \
-                const unsigned char *rr = segmented ? p->reset + off[CS_OPND_RESET] + i * sr + c0 * ir : 0;     \
+                BLOCK_ROW(IN_T, k);                                                                             \
                 if (IS_HALF(IN)) LOAD_RUN(IN, xs, xr, ix, nc);                                                  \
                 for (int64_t c = 0; c < nc; c++)                                                                \
                     odd[c] |= (segmented && rr[c * ir]) ||                                                      \
@@ -506,10 +497,8 @@ enum { LSE_CHUNK = 64, LSE_ROWS = 16 };
         if (nodd == nc) return nodd;                                                                            \
         cs_cpu_exp_diff_f64(xs, R, kp, P, nc); /* the running values in their columns' scales */                \
         for (int64_t k = k0; k < k0 + nr; k++) {                                                                \
-            const int64_t i = rev ? len - 1 - k : k;                                                            \
-            const IN_T *xr = (const IN_T *)p->x + off[CS_OPND_X] + i * sx + c0 * ix;                            \
+            BLOCK_ROW(IN_T, k);                                                                                 \
             OUT_T *yr = (OUT_T *)p->out + off[CS_OPND_OUT] + i * so + c0 * io;                                  \
-            const unsigned char *mr = masked ? p->mask + off[CS_OPND_MASK] + i * sm + c0 * im : 0;              \
             if (IS_HALF(IN)) LOAD_RUN(IN, xs, xr, ix, nc);                                                      \
             for (int64_t c = 0; c < nc; c++) {                                                                  \
                 if (!IS_HALF(IN)) xs[c] = TO_ACC(IN, double, xr[c * ix]);                                       \
@@ -576,11 +565,8 @@ enum { LSE_CHUNK = 64, LSE_ROWS = 16 };
                     continue;                                                                                   \
             }                                                                                                   \
             for (int64_t k = k0; k < ke; k++) {                                                                 \
-                const int64_t i = rev ? len - 1 - k : k;                                                        \
-                const IN_T *xr = (const IN_T *)p->x + off[CS_OPND_X] + i * sx + c0 * ix;                        \
+                BLOCK_ROW(IN_T, k);                                                                             \
                 OUT_T *yr = (OUT_T *)p->out + off[CS_OPND_OUT] + i * so + c0 * io;                              \
-                const unsigned char *mr = masked ? p->mask + off[CS_OPND_MASK] + i * sm + c0 * im : 0;          \
-                const unsigned char *rr = segmented ? p->reset + off[CS_OPND_RESET] + i * sr + c0 * ir : 0;     \
                 int64_t *nr = indexed ? p->indices + off[CS_OPND_INDICES] + i * si + c0 * ii : 0;               \
                 if (HALF_IO(IN, OUT)) {                                                                         \
                     /* the row's steps on doubles, converted as runs before and after */                        \
