@@ -162,6 +162,7 @@ inline Family choose_family(const cs_scan_plan *p, size_t in_size, size_t out_si
         if (!flagged && p->mask && P::kSlabsMaskedLinesMinOutBytes > 0 &&
             (int64_t)out_size >= P::kSlabsMaskedLinesMinOutBytes && p->len <= slab_tile)
             return kSlabsFamily;
+        if (!flagged && !p->mask && out_size == 4 && p->len <= P::kSlabsLinesMaxLen4) return kSlabsFamily;
         return packed_vectors && p->len >= P::kRowsMinLen ? kRowsFamily : kSlabsFamily;
     }
     const int64_t inner_bytes = (int64_t)in_size * p->flat_inner;
@@ -528,8 +529,8 @@ SlabArgs plan_slabs(const cs_scan_plan *p, const char *force_mode)
     return a;
 }
 
-// The launch of a slab plan (LOOKBACK_ONLY: the spec of a class that only looks back).
-template <class S, bool LOOKBACK_ONLY>
+// The launch of a slab plan (ONLY >= 0: the spec of a class planned in that mode alone).
+template <class S, int ONLY = -1>
 cs_status run_slabs(cudaStream_t stream, Report &rep, const SlabArgs &a)
 {
     using T = SlabScan<S>;
@@ -538,7 +539,7 @@ cs_status run_slabs(cudaStream_t stream, Report &rep, const SlabArgs &a)
     snprintf(rep.family, sizeof rep.family, "slabs/%s", mode_names[a.mode]);
     const int64_t outer = a.outer, L = a.len, inner = a.inner;
     unsigned grid = (unsigned)units;
-    if constexpr (!LOOKBACK_ONLY && !S::RESETS) {
+    if constexpr (ONLY < 0 && !S::RESETS) {
         static int resident;
         if (a.mode == kSlabWalk)
             grid = persistent_grid(scan_slabs_kernel<S, kSlabWalk, false>, T::THREADS, units, &resident,
@@ -550,7 +551,7 @@ cs_status run_slabs(cudaStream_t stream, Report &rep, const SlabArgs &a)
              a.mode == kSlabWalk ? "strips" : "tiles", grid, a.vec_in ? ", vectors" : "",
              a.window ? ", pieces joined by a window of flags"
              : a.tree && Wire<typename S::AccT>::kFits ? ", pieces joined by a tree" : "",
-             T::WINDOW ? ", in window tiles" : S::RESETS ? ", resets as heads" : "");
+             T::WINDOW ? ", in window tiles" : S::P::kSlabLargeClass ? ", in large tiles" : S::RESETS ? ", resets as heads" : "");
     if (rep.emit()) return CS_OK;
     cs_status st = grid_check(units);
     if (st) return st;
@@ -562,8 +563,8 @@ cs_status run_slabs(cudaStream_t stream, Report &rep, const SlabArgs &a)
     // only for whole tiles without them
     with_bool(a.initial != nullptr && !S::INDEXED && !S::RESETS, [&](auto init) {
         constexpr bool I = decltype(init)::value && !S::INDEXED && !S::RESETS;
-        if constexpr (LOOKBACK_ONLY) {
-            st = launch_slab_kernel<S, kSlabLookback, I>(grid, stream, a, sc);
+        if constexpr (ONLY >= 0) {
+            st = launch_slab_kernel<S, ONLY, I>(grid, stream, a, sc);
         } else if constexpr (S::RESETS) {
             st = launch_slab_kernel<S, kSlabWhole, I>(grid, stream, a, sc);
         } else {
@@ -584,6 +585,17 @@ cs_status launch_slabs(const cs_scan_plan *p, cudaStream_t stream, Report &rep, 
 {
     using P = typename S::P;
     const SlabArgs a = plan_slabs<S>(p, force_mode);
+    if constexpr (!S::FLAGGED && sizeof(typename S::OutT) == 4 &&
+                  (S::MASKED ? P::kSlabLargeTileElementsMasked4 : P::kSlabLargeTileElements4) > 0) {
+        // whole tiles that hold enough more elements in the larger class (masked: or whole slabs the
+        // smaller class cuts into pieces) take it
+        const SlabArgs b = plan_slabs<SlabLargeSpec<S>>(p, force_mode);
+        const int64_t held_a = (int64_t)a.rows * a.width, held_b = (int64_t)b.rows * b.width;
+        const int gain = S::MASKED ? P::kSlabLargeMinGainPctMasked4 : P::kSlabLargeMinGainPct4;
+        const bool grows = a.mode == kSlabWhole && held_b * 100 >= held_a * gain && (S::MASKED || a.segs > 1);
+        if (b.mode == kSlabWhole && (grows || (S::MASKED && a.mode != kSlabWhole)))
+            return run_slabs<SlabLargeSpec<S>, kSlabWhole>(stream, rep, b);
+    }
     if constexpr (!S::FLAGGED && sizeof(typename S::OutT) >= 4 && P::kSlabWindowTileBytes > 0) {
         using W = SlabScan<SlabWindowSpec<S>>;
         if constexpr (!S::MASKED || W::ASYNC_STAGE) {
@@ -598,11 +610,11 @@ cs_status launch_slabs(const cs_scan_plan *p, cudaStream_t stream, Report &rep, 
                 const SlabArgs b = plan_slabs<SlabWindowSpec<S>>(p, force_mode);
                 const int64_t resident = (int64_t)P::kSlabWindowBlocksPerSm * cs_cuda_multiprocessors();
                 if (fronted(b) && b.units >= P::kSlabWindowMinWaves * resident)
-                    return run_slabs<SlabWindowSpec<S>, true>(stream, rep, b);
+                    return run_slabs<SlabWindowSpec<S>, kSlabLookback>(stream, rep, b);
             }
         }
     }
-    return run_slabs<S, false>(stream, rep, a);
+    return run_slabs<S>(stream, rep, a);
 }
 
 // ---- one dtype pair ----
@@ -650,7 +662,7 @@ bool launch_resets_as_heads_of(const cs_scan_plan *p, cudaStream_t stream, const
         if (a.mode != kSlabWhole || a.segs < 2) return CS_OK;
         Report rep{};
         rep.p = p;
-        *st = run_slabs<S, false>(stream, rep, a);
+        *st = run_slabs<S>(stream, rep, a);
         taken = true;
         return CS_OK;
     });

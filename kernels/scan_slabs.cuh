@@ -768,6 +768,12 @@ struct SlabWindowSpec : S {
     using P = SlabWindowTiles<typename S::P>;
 };
 
+// S with the larger 4-byte tile class (tuning.cuh: SlabLargeTiles), for whole tiles that grow there.
+template <class S>
+struct SlabLargeSpec : S {
+    using P = SlabLargeTiles<typename S::P>;
+};
+
 // A plain cumsum / cumprod spec S with reset bytes (a.reset): segmented sums and products whose
 // slabs fit S's whole tiles, each reset one more head of the plain loops.
 template <class S>

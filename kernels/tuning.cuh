@@ -13,6 +13,7 @@ namespace cuscan {
 struct TuningSm80 {
     static constexpr int kMinArch = 0, kMaxArch = 900;   // __CUDA_ARCH__ range served
     static constexpr bool kSlabWindowClass = false;    // the window's slab tile class (below)
+    static constexpr bool kSlabLargeClass = false;     // the larger 4-byte slab tile class (below)
 
     // rows: a block of kRowWarps warps scans a tile of kRowBytes input bytes a thread
     static constexpr int kRowWarps = 8;
@@ -95,6 +96,16 @@ struct TuningSm80 {
     static constexpr int kSlabSegRowsMaxMasked2 = 33;
     static constexpr int kSlabBlocksPerSmMasked2 = 4;
     static constexpr bool kSlabHoldMasked2 = false;
+    // larger tiles of 4-byte outputs (SlabLargeTiles, 0: none): taken where the plan at their size
+    // holds whole slabs and kSlabLargeMinGainPct percent of the elements a tile of the class above
+    // holds (or whole slabs the class above cuts into pieces, masked); where the tile does not grow,
+    // their kernels (more rows a segment) run slower than the smaller class's
+    static constexpr int kSlabLargeTileElements4 = 0;
+    static constexpr int kSlabLargeSegRowsMax4 = 39;
+    static constexpr int kSlabLargeMinGainPct4 = 118;  // ... of tiles a column's segments share (a segment a thread: not)
+    static constexpr int kSlabLargeTileElementsMasked4 = 0;
+    static constexpr int kSlabLargeSegRowsMaxMasked4 = 33;
+    static constexpr int kSlabLargeMinGainPctMasked4 = 145;
     static constexpr bool kSlabHeadedSegments = true;  // plain scans mark slab heads in a bit mask a segment
     static constexpr bool kSlabHeadedFlagged = true;   // ... and flagged scans too
     static constexpr bool kSlabResetsAsHeads = true;   // segmented sums in whole tiles: the plain loops, resets as heads
@@ -125,6 +136,7 @@ struct TuningSm80 {
     static constexpr int kColumnsMinInnerBytesLse = 256;
     static constexpr int kColumnsMinLenLse = 64;
     static constexpr int kRowsMinLen = 1;              // shorter packed rows go to slabs
+    static constexpr int kSlabsLinesMaxLen4 = 0;       // ... and unmasked packed rows into 4-byte outputs this short
     // masked packed lines into outputs this wide go to slabs when a slab tile holds a line whole
     // (0: none)
     static constexpr int kSlabsMaskedLinesMinOutBytes = 8;
@@ -144,6 +156,24 @@ struct TuningSm90 : TuningSm80 {
     // SM's shared memory here, not an A100's), their look-back pieces reading the stage twice
     static constexpr int kSlabStageBytesFlaggedWide = 16 * 1024;
     static constexpr bool kSlabHoldFlaggedWideLookback = false;
+    // an H200 moves bytes faster than these tiles' fixed work keeps up with: larger tiles where
+    // they grow, and short packed rows as slabs (their tiles larger than the row family's)
+    static constexpr int kSlabLargeTileElements4 = 10240;
+    static constexpr int kSlabLargeTileElementsMasked4 = 8192;
+    static constexpr int kSlabsLinesMaxLen4 = 1024;
+    static constexpr int kSlabsMaskedLinesMinOutBytes = 4;
+};
+
+// The larger 4-byte slab tile class (kSlabLarge* above; scan_launch.cuh: launch_slabs), as a policy.
+template <class Base>
+struct SlabLargeTiles : Base {
+    static constexpr bool kSlabLargeClass = true;
+    static constexpr int kSlabStageBytes =
+        Base::kSlabStageBytes > Base::kSlabLargeTileElements4 * 4 ? Base::kSlabStageBytes : Base::kSlabLargeTileElements4 * 4;
+    static constexpr int kSlabTileElements4 = Base::kSlabLargeTileElements4;
+    static constexpr int kSlabSegRowsMax4 = Base::kSlabLargeSegRowsMax4;
+    static constexpr int kSlabTileElementsMasked4 = Base::kSlabLargeTileElementsMasked4;
+    static constexpr int kSlabSegRowsMaxMasked4 = Base::kSlabLargeSegRowsMaxMasked4;
 };
 
 // Calls f(Policy{}) with the policy of the running GPU.

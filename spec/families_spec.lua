@@ -145,6 +145,35 @@ describe("kernel families #cuda", function()
     end
   end)
 
+  it("slabs/whole: 4-byte outputs take the larger tiles where a tile grows there (Hopper), and agree with the CPU", function()
+    -- {shape, masked, larger}: many short slabs (a tile grows by a fifth: taken; by an eighth: not),
+    -- masked slabs the smaller class cuts into pieces, and masked tiles that double
+    local CASES = { { { 2 ^ 22, 2, 1 }, false, true }, { { 12000, 8, 64 }, false, true }, { { 2 ^ 13, 999, 1 }, false, false },
+                    { { 40, 128, 64 }, true, true }, { { 2 ^ 13, 999, 4 }, true, true }, { { 2 ^ 14, 2, 3 }, true, false },
+                    { { 64, 999, 1 }, false, false } }
+    local hopper = cs.device_info().major >= 9
+    for ci, case in ipairs(CASES) do
+      for _, pair in ipairs({ { "float32", "float32" }, { "float16", "float32" }, { "bool", "int32" } }) do
+        local shape, name = case[1], ("%s %s -> %s%s"):format(table.concat(case[1], "x"), pair[1], pair[2],
+                                                              case[2] and " masked" or "")
+        local seed = H.seed_for("large slab tiles " .. name)
+        H.replay(seed, name, function()
+          local x = input(shape, pair[1], "cumsum", seed, "cpu")
+          local m = case[2] and cs.rand(shape, { seed = seed + 1, device = "cpu" }):lt(0.6) or nil
+          local opts = { reverse = ci % 2 == 0 and not case[2], exclusive = ci % 3 == 0, dtype = pair[2] }
+          local want = x:cumsum(2, { reverse = opts.reverse, exclusive = opts.exclusive, dtype = pair[2], mask = m })
+          local out = cs.full(shape, H.poison(pair[2]), { dtype = pair[2], device = "cuda" })
+          local o_gpu = { reverse = opts.reverse, exclusive = opts.exclusive, dtype = pair[2], mask = m and m:cuda(), out = out }
+          local xd = x:cuda()
+          local plan = cs.explain(xd, 2, o_gpu)
+          assert.matches("^cuda slabs/", plan)
+          assert.equal(case[3] and hopper, plan:find("in large tiles", 1, true) ~= nil, plan)
+          check(want, cs.cumsum(xd, 2, o_gpu), pair[2], "cumsum", shape[2])
+        end)
+      end
+    end
+  end)
+
   it("slabs: in place, and from views whose base is not 16-byte aligned", function()
     for _, shape in ipairs({ { 9, 7, 3 }, { 4, 3001, 5 }, { 5, 33, 600 } }) do
       for _, mode in ipairs({ "slabs/whole", "slabs/walk", "slabs/lookback" }) do
@@ -251,12 +280,17 @@ describe("kernel families #cuda", function()
     assert.equal("slabs", family({ 3, 65537 }, 2))
     local line = cs.zeros({ 1, 65537 }, { device = "cuda" })
     assert.matches("^cuda slabs/", cs.explain(line, 2, { mask = line:gt(0) }))
-    -- masked packed lines into 8-byte outputs that a slab tile holds whole go to slabs
+    -- masked packed lines into 8-byte outputs that a slab tile holds whole go to slabs; on Hopper
+    -- those into 4-byte outputs too, and unmasked ones of at most 1024 into 4-byte outputs
+    local hopper = cs.device_info().major >= 9
     local rows64 = cs.zeros({ 1024, 1024 }, { device = "cuda", dtype = "float64" })
     assert.matches("^cuda slabs/", cs.explain(rows64, 2, { mask = rows64:gt(0) }))
     assert.matches("^cuda rows/", cs.explain(rows64, 2))
     local rows32 = cs.zeros({ 1024, 1024 }, { device = "cuda" })
-    assert.matches("^cuda rows/", cs.explain(rows32, 2, { mask = rows32:gt(0) }))
+    assert.matches(hopper and "^cuda slabs/" or "^cuda rows/", cs.explain(rows32, 2, { mask = rows32:gt(0) }))
+    assert.matches(hopper and "^cuda slabs/" or "^cuda rows/", cs.explain(rows32, 2))
+    assert.matches("^cuda rows/", cs.explain(cs.zeros({ 1024, 1028 }, { device = "cuda" }), 2))
+    assert.matches("^cuda rows/", cs.explain(rows64:to("int32"), 2, { dtype = "int64" }))
   end)
 
   it("one long line of odd length through the row family's pieces agrees with the CPU", function()
