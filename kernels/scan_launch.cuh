@@ -162,7 +162,7 @@ inline Family choose_family(const cs_scan_plan *p, size_t in_size, size_t out_si
         if (!flagged && p->mask && P::kSlabsMaskedLinesMinOutBytes > 0 &&
             (int64_t)out_size >= P::kSlabsMaskedLinesMinOutBytes && p->len <= slab_tile)
             return kSlabsFamily;
-        if (!flagged && !p->mask && out_size == 4 && p->len <= P::kSlabsLinesMaxLen4) return kSlabsFamily;
+        if (!flagged && out_size == 4 && p->len <= P::kSlabsLinesMaxLen4 && p->len <= slab_tile) return kSlabsFamily;
         return packed_vectors && p->len >= P::kRowsMinLen ? kRowsFamily : kSlabsFamily;
     }
     const int64_t inner_bytes = (int64_t)in_size * p->flat_inner;

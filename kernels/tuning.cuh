@@ -136,7 +136,7 @@ struct TuningSm80 {
     static constexpr int kColumnsMinInnerBytesLse = 256;
     static constexpr int kColumnsMinLenLse = 64;
     static constexpr int kRowsMinLen = 1;              // shorter packed rows go to slabs
-    static constexpr int kSlabsLinesMaxLen4 = 0;       // ... and unmasked packed rows into 4-byte outputs this short
+    static constexpr int kSlabsLinesMaxLen4 = 0;       // ... and packed rows into 4-byte outputs this short
     // masked packed lines into outputs this wide go to slabs when a slab tile holds a line whole
     // (0: none)
     static constexpr int kSlabsMaskedLinesMinOutBytes = 8;
@@ -157,11 +157,11 @@ struct TuningSm90 : TuningSm80 {
     static constexpr int kSlabStageBytesFlaggedWide = 16 * 1024;
     static constexpr bool kSlabHoldFlaggedWideLookback = false;
     // an H200 moves bytes faster than these tiles' fixed work keeps up with: larger tiles where
-    // they grow, and short packed rows as slabs (their tiles larger than the row family's)
+    // they grow, and short packed rows as slabs (their tiles larger than the row family's; longer
+    // masked ones, a tile a row, start slower than the row family's)
     static constexpr int kSlabLargeTileElements4 = 10240;
     static constexpr int kSlabLargeTileElementsMasked4 = 8192;
     static constexpr int kSlabsLinesMaxLen4 = 1024;
-    static constexpr int kSlabsMaskedLinesMinOutBytes = 4;
 };
 
 // The larger 4-byte slab tile class (kSlabLarge* above; scan_launch.cuh: launch_slabs), as a policy.

@@ -281,7 +281,7 @@ describe("kernel families #cuda", function()
     local line = cs.zeros({ 1, 65537 }, { device = "cuda" })
     assert.matches("^cuda slabs/", cs.explain(line, 2, { mask = line:gt(0) }))
     -- masked packed lines into 8-byte outputs that a slab tile holds whole go to slabs; on Hopper
-    -- those into 4-byte outputs too, and unmasked ones of at most 1024 into 4-byte outputs
+    -- lines of at most 1024 into 4-byte outputs too, masked or not
     local hopper = cs.device_info().major >= 9
     local rows64 = cs.zeros({ 1024, 1024 }, { device = "cuda", dtype = "float64" })
     assert.matches("^cuda slabs/", cs.explain(rows64, 2, { mask = rows64:gt(0) }))
@@ -291,6 +291,8 @@ describe("kernel families #cuda", function()
     assert.matches(hopper and "^cuda slabs/" or "^cuda rows/", cs.explain(rows32, 2))
     assert.matches("^cuda rows/", cs.explain(cs.zeros({ 1024, 1028 }, { device = "cuda" }), 2))
     assert.matches("^cuda rows/", cs.explain(rows64:to("int32"), 2, { dtype = "int64" }))
+    local rows4000 = cs.zeros({ 128, 4000 }, { device = "cuda" })
+    assert.matches("^cuda rows/", cs.explain(rows4000, 2, { mask = rows4000:gt(0) }))
   end)
 
   it("one long line of odd length through the row family's pieces agrees with the CPU", function()
