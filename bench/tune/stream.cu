@@ -70,14 +70,107 @@ __device__ __forceinline__ void bulk_wait_read_all() { asm volatile("cp.async.bu
 __device__ __forceinline__ void bulk_wait_all() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 
+// A thread's ITEMS consecutive floats of a stage, as doubles scanned in place; SWZ: its four-float
+// chunks read rotated by (tid / 2) % 4, so that the eight threads of a shared-memory wavefront hit
+// distinct banks (else 4-way conflicts).
+template <int ITEMS, bool SWZ>
+__device__ __forceinline__ void load_scan(const float *stage, int tid, double (&v)[ITEMS])
+{
+    constexpr int Q = ITEMS / 4;
+    const float4 *s4 = reinterpret_cast<const float4 *>(stage) + tid * Q;
+    float4 q[Q];
+    if constexpr (SWZ && Q == 4) {
+        const int rot = (tid >> 1) & 3;
+        float4 r[4];
+#pragma unroll
+        for (int j = 0; j < 4; j++) r[j] = s4[(j + rot) & 3];
+#pragma unroll
+        for (int c = 0; c < 4; c++) {
+            const int j = (c - rot) & 3;
+            q[c] = j == 0 ? r[0] : j == 1 ? r[1] : j == 2 ? r[2] : r[3];
+        }
+    } else {
+#pragma unroll
+        for (int j = 0; j < Q; j++) q[j] = s4[j];
+    }
+#pragma unroll
+    for (int j = 0; j < Q; j++) {
+        v[4 * j] = q[j].x;
+        v[4 * j + 1] = q[j].y;
+        v[4 * j + 2] = q[j].z;
+        v[4 * j + 3] = q[j].w;
+    }
+#pragma unroll
+    for (int i = 1; i < ITEMS; i++) v[i] += v[i - 1];
+}
+
+// base + v, rounded to float, written back where load_scan read them.
+template <int ITEMS, bool SWZ>
+__device__ __forceinline__ void store_outputs(float *stage, int tid, double base, const double (&v)[ITEMS])
+{
+    constexpr int Q = ITEMS / 4;
+    float4 *s4 = reinterpret_cast<float4 *>(stage) + tid * Q;
+    float4 q[Q];
+#pragma unroll
+    for (int j = 0; j < Q; j++) {
+        q[j].x = (float)(base + v[4 * j]);
+        q[j].y = (float)(base + v[4 * j + 1]);
+        q[j].z = (float)(base + v[4 * j + 2]);
+        q[j].w = (float)(base + v[4 * j + 3]);
+    }
+    if constexpr (SWZ && Q == 4) {
+        const int rot = (tid >> 1) & 3;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const int c = (j + rot) & 3;
+            s4[c] = c == 0 ? q[0] : c == 1 ? q[1] : c == 2 ? q[2] : q[3];
+        }
+    } else {
+#pragma unroll
+        for (int j = 0; j < Q; j++) s4[j] = q[j];
+    }
+}
+
+// The warp's inclusive scan of its threads' totals; *exclusive gets the thread's exclusive one.
+__device__ __forceinline__ double warp_scan(double total, double *exclusive)
+{
+    const int lane = threadIdx.x & 31;
+    double inc = total;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        const double o = __shfl_up_sync(0xffffffffu, inc, d);
+        if (lane >= d) inc += o;
+    }
+    const double ex = __shfl_up_sync(0xffffffffu, inc, 1);
+    *exclusive = lane == 0 ? 0.0 : ex;
+    return inc;
+}
+
+// The prefix a look-back found: the values of distances 0..nearest (lane + 32 j holds val[j]),
+// folded from the nearest prefix forward as lookback_line folds them.
+template <int PER, typename Op>
+__device__ __forceinline__ double fold_window(Op op, const double (&val)[PER], int nearest, double *window)
+{
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int j = 0; j < PER; j++) {
+        const int dist = lane + 32 * j;
+        if (dist <= nearest) window[dist] = val[j];
+    }
+    __syncwarp();
+    double acc = op.identity();
+    if (lane == 0) fold_in_order(op, window + nearest, -1, nearest + 1, true, acc);
+    return shfl_state(acc, 0);
+}
+
 // A line look-back that stops at the nearest inclusive prefix once every unit after it has posted
 // (lookback_line waits until all 128 units of its window have posted), in a window of 32 x PER
 // units; folds as lookback_line does (so the same bits whichever prefix it finds).
-template <int PER, typename Op, typename Status, typename AccT>
-__device__ __noinline__ AccT lookback_near(Op op, const Status &st, int64_t unit, AccT *window)
+template <int PER, typename Op, typename Status>
+__device__ __noinline__ double lookback_near(Op op, const Status &st, int64_t unit, double *window)
 {
     const int lane = threadIdx.x & 31;
-    AccT val[PER];
+    double val[PER];
     for (;;) {
         unsigned near_incl = ~0u, near_empty = ~0u;
 #pragma unroll
@@ -91,15 +184,7 @@ __device__ __noinline__ AccT lookback_near(Op op, const Status &st, int64_t unit
             if (near_empty == ~0u && me) near_empty = 32 * j + __ffs(me) - 1;
         }
         if (near_incl == ~0u || near_empty < near_incl) continue;
-#pragma unroll
-        for (int j = 0; j < PER; j++) {
-            const unsigned dist = lane + 32 * j;
-            if (dist <= near_incl) window[dist] = val[j];
-        }
-        __syncwarp();
-        AccT acc = op.identity();
-        if (lane == 0) fold_in_order(op, window + near_incl, -1, (int)near_incl + 1, true, acc);
-        return shfl_state(acc, 0);
+        return fold_window<PER>(op, val, (int)near_incl, window);
     }
 }
 
@@ -141,15 +226,14 @@ struct StreamShared {
     double window[32 * 16];
 };
 
-// SWZ: each thread reads its four-float chunks rotated by (tid / 2) % 4, so that the eight threads
-// of a shared-memory wavefront hit distinct banks (else 4-way conflicts)
+// One block scans its tiles in order, each waiting on its prefix before its outputs are written.
 template <int THREADS, int ITEMS, int STAGES, int SWZ, int MINB, int MODE, int LBW>
 __global__ void __launch_bounds__(THREADS, MINB) stream_scan(const float *__restrict__ x, float *__restrict__ y, int64_t ntiles,
                                                         PackedStatus<double> st, PackedStatus<double> rs,
                                                         unsigned *counter)
 {
     using Sh = StreamShared<THREADS, ITEMS, STAGES>;
-    constexpr int TILE = Sh::TILE, WARPS = THREADS / 32, Q = ITEMS / 4;
+    constexpr int TILE = Sh::TILE, WARPS = THREADS / 32;
     constexpr unsigned BYTES = TILE * sizeof(float);
     extern __shared__ __align__(128) unsigned char raw[];
     Sh &sh = *reinterpret_cast<Sh *>(raw);
@@ -177,42 +261,11 @@ __global__ void __launch_bounds__(THREADS, MINB) stream_scan(const float *__rest
         if (t >= ntiles) break;
         mbar_wait(&sh.bar[s], parity);
 
-        float4 *s4 = reinterpret_cast<float4 *>(sh.stage[s]) + tid * Q;
-        float4 q[Q];
-        if constexpr (SWZ && Q == 4) {
-            const int rot = (tid >> 1) & 3;
-            float4 r[4];
-#pragma unroll
-            for (int j = 0; j < 4; j++) r[j] = s4[(j + rot) & 3];
-#pragma unroll
-            for (int c = 0; c < 4; c++) {
-                const int j = (c - rot) & 3;
-                q[c] = j == 0 ? r[0] : j == 1 ? r[1] : j == 2 ? r[2] : r[3];
-            }
-        } else {
-#pragma unroll
-            for (int j = 0; j < Q; j++) q[j] = s4[j];
-        }
         double v[ITEMS];
-#pragma unroll
-        for (int j = 0; j < Q; j++) {
-            v[4 * j] = q[j].x;
-            v[4 * j + 1] = q[j].y;
-            v[4 * j + 2] = q[j].z;
-            v[4 * j + 3] = q[j].w;
-        }
-#pragma unroll
-        for (int i = 1; i < ITEMS; i++) v[i] += v[i - 1];
-        // the warp's inclusive scan of thread totals
-        double inc = v[ITEMS - 1];
-#pragma unroll
-        for (int d = 1; d < 32; d <<= 1) {
-            const double o = __shfl_up_sync(0xffffffffu, inc, d);
-            if (lane >= d) inc += o;
-        }
+        load_scan<ITEMS, SWZ>(sh.stage[s], tid, v);
+        double tex;
+        const double inc = warp_scan(v[ITEMS - 1], &tex);
         if (lane == 31) sh.warp_total[warp] = inc;
-        double tex = __shfl_up_sync(0xffffffffu, inc, 1);
-        if (lane == 0) tex = 0.0;
         __syncthreads();
         double wpre = 0.0, total = 0.0;
 #pragma unroll
@@ -289,27 +342,7 @@ __global__ void __launch_bounds__(THREADS, MINB) stream_scan(const float *__rest
         }
         if (MODE == 2 && tid == 0) sh.prefix = 0.0;
         __syncthreads();
-        const double base = sh.prefix + (wpre + tex);
-#pragma unroll
-        for (int j = 0; j < Q; j++) {
-            float4 o;
-            o.x = (float)(base + v[4 * j]);
-            o.y = (float)(base + v[4 * j + 1]);
-            o.z = (float)(base + v[4 * j + 2]);
-            o.w = (float)(base + v[4 * j + 3]);
-            q[j] = o;
-        }
-        if constexpr (SWZ && Q == 4) {
-            const int rot = (tid >> 1) & 3;
-#pragma unroll
-            for (int j = 0; j < 4; j++) {
-                const int c = (j + rot) & 3;
-                s4[c] = c == 0 ? q[0] : c == 1 ? q[1] : c == 2 ? q[2] : q[3];
-            }
-        } else {
-#pragma unroll
-            for (int j = 0; j < Q; j++) s4[j] = q[j];
-        }
+        store_outputs<ITEMS, SWZ>(sh.stage[s], tid, sh.prefix + (wpre + tex), v);
         fence_proxy_async();
         __syncthreads();
         if (tid == 0) bulk_store(y + t * TILE, sh.stage[s], BYTES);
@@ -317,49 +350,6 @@ __global__ void __launch_bounds__(THREADS, MINB) stream_scan(const float *__rest
     if (tid == 0) bulk_wait_all();
 }
 
-
-// Warp-specialised: THREADS compute threads and one more warp that posts and looks back, so that a
-// block's look-back runs while its compute warps reduce the next tile. Iteration i reduces tile i
-// (posting its total to the look-back warp through shared memory) and then finishes tile i-1 once
-// its prefix is there: its elements are scanned again from the stage (the same operations as the
-// reduce, so the same bits), written back and stored by a bulk copy. Tiles are static
-// (b + i * grid); all blocks resident.
-// lookback_line with its serial fold replaced by a tree (each lane's four values, then a butterfly):
-// not deterministic (the tree's shape follows the nearest prefix found); only to see what the fold costs.
-template <typename Status>
-__device__ __noinline__ double lookback_line_tree(const Status &st, int64_t unit)
-{
-    const int lane = threadIdx.x & 31;
-    unsigned flag[kLookbackPerLane];
-    double val[kLookbackPerLane];
-    for (;;) {
-        bool waiting;
-        do {
-            waiting = false;
-#pragma unroll
-            for (int j = 0; j < kLookbackPerLane; j++) {
-                const int64_t u = unit - 1 - lane - 32 * j;
-                val[j] = 0.0;
-                flag[j] = u >= 0 ? st.poll(u, val[j]) : kInclusive;
-                waiting |= flag[j] == kEmpty;
-            }
-        } while (__any_sync(0xffffffffu, waiting));
-        int nearest = -1;
-#pragma unroll
-        for (int j = kLookbackPerLane - 1; j >= 0; j--) {
-            const unsigned m = __ballot_sync(0xffffffffu, flag[j] == kInclusive);
-            if (m) nearest = 32 * j + __ffs(m) - 1;
-        }
-        if (nearest < 0) continue;
-        double x = 0.0;
-#pragma unroll
-        for (int j = 0; j < kLookbackPerLane; j++)
-            if (lane + 32 * j <= nearest) x += val[j];
-#pragma unroll
-        for (int d = 16; d > 0; d >>= 1) x += __shfl_xor_sync(0xffffffffu, x, d);
-        return __shfl_sync(0xffffffffu, x, 0);
-    }
-}
 
 // Two levels, deterministic: tiles in groups of 32. A tile's exclusive prefix is Q (the group's,
 // the chain of group totals before it, found by a line look-back over groups) folded with the
@@ -394,18 +384,19 @@ __device__ __noinline__ double lookback_groups(Op op, const Status &st, const St
     return j > 0 ? q + local : q;
 }
 
-// lookback_line with a back-off between polls (a spinning warp takes its scheduler's issue slots
-// and the status lines' L2 bandwidth)
-template <typename Op, typename Status, typename AccT>
-__device__ __noinline__ AccT lookback_line_sleepy(Op op, const Status &st, int64_t unit, AccT *window)
+// lookback_line, changed one way at a time: TREE folds by a tree (each lane's four values, then a
+// butterfly; not deterministic: the tree's shape follows the nearest prefix found), only to see
+// what the serial fold costs; SLEEP backs off between polls (a spinning warp takes its
+// scheduler's issue slots and the status lines' L2 bandwidth).
+template <bool TREE, bool SLEEP, typename Op, typename Status>
+__device__ __noinline__ double lookback_line_as(Op op, const Status &st, int64_t unit, double *window)
 {
     const int lane = threadIdx.x & 31;
     unsigned flag[kLookbackPerLane];
-    AccT val[kLookbackPerLane];
+    double val[kLookbackPerLane];
     for (;;) {
-        bool waiting;
         for (;;) {
-            waiting = false;
+            bool waiting = false;
 #pragma unroll
             for (int j = 0; j < kLookbackPerLane; j++) {
                 const int64_t u = unit - 1 - lane - 32 * j;
@@ -414,7 +405,7 @@ __device__ __noinline__ AccT lookback_line_sleepy(Op op, const Status &st, int64
                 waiting |= flag[j] == kEmpty;
             }
             if (!__any_sync(0xffffffffu, waiting)) break;
-            __nanosleep(200);
+            if (SLEEP) __nanosleep(200);
         }
         int nearest = -1;
 #pragma unroll
@@ -423,18 +414,20 @@ __device__ __noinline__ AccT lookback_line_sleepy(Op op, const Status &st, int64
             if (m) nearest = 32 * j + __ffs(m) - 1;
         }
         if (nearest < 0) {
-            __nanosleep(200);
+            if (SLEEP) __nanosleep(200);
             continue;
         }
+        if constexpr (TREE) {
+            double x = 0.0;
 #pragma unroll
-        for (int j = 0; j < kLookbackPerLane; j++) {
-            const int dist = lane + 32 * j;
-            if (dist <= nearest) window[dist] = val[j];
+            for (int j = 0; j < kLookbackPerLane; j++)
+                if (lane + 32 * j <= nearest) x += val[j];
+#pragma unroll
+            for (int d = 16; d > 0; d >>= 1) x += __shfl_xor_sync(0xffffffffu, x, d);
+            return __shfl_sync(0xffffffffu, x, 0);
+        } else {
+            return fold_window<kLookbackPerLane>(op, val, nearest, window);
         }
-        __syncwarp();
-        AccT acc = op.identity();
-        if (lane == 0) fold_in_order(op, window + nearest, -1, nearest + 1, true, acc);
-        return shfl_state(acc, 0);
     }
 }
 
@@ -451,44 +444,19 @@ struct WsShared {
 
 __device__ __forceinline__ void compute_sync(int n) { asm volatile("bar.sync 1, %0;" ::"r"(n) : "memory"); }
 
-template <int THREADS, int ITEMS>
-__device__ __forceinline__ void ws_local(const float *stage, int tid, double (&v)[ITEMS])
-{
-    constexpr int Q = ITEMS / 4;
-    const float4 *s4 = reinterpret_cast<const float4 *>(stage) + tid * Q;
-    float4 q[Q];
-    if constexpr (Q == 4) {
-        const int rot = (tid >> 1) & 3;
-        float4 r[4];
-#pragma unroll
-        for (int j = 0; j < 4; j++) r[j] = s4[(j + rot) & 3];
-#pragma unroll
-        for (int c = 0; c < 4; c++) {
-            const int j = (c - rot) & 3;
-            q[c] = j == 0 ? r[0] : j == 1 ? r[1] : j == 2 ? r[2] : r[3];
-        }
-    } else {
-#pragma unroll
-        for (int j = 0; j < Q; j++) q[j] = s4[j];
-    }
-#pragma unroll
-    for (int j = 0; j < Q; j++) {
-        v[4 * j] = q[j].x;
-        v[4 * j + 1] = q[j].y;
-        v[4 * j + 2] = q[j].z;
-        v[4 * j + 3] = q[j].w;
-    }
-#pragma unroll
-    for (int i = 1; i < ITEMS; i++) v[i] += v[i - 1];
-}
-
+// Warp-specialised: THREADS compute threads and NLB more warps that post and look back (tile i by
+// warp i % NLB), so that a block's look-backs run while its compute warps reduce the next tiles.
+// Iteration i reduces tile i (posting its total to the look-back warps through shared memory) and
+// then finishes tile i-NLB once its prefix is there: its elements are scanned again from the stage
+// (the same operations as the reduce, so the same bits), written back and stored by a bulk copy.
+// Tiles are static (b + i * grid); all blocks resident.
 template <int THREADS, int ITEMS, int STAGES, int MINB, int LB, int NLB>
 __global__ void __launch_bounds__(THREADS + 32 * NLB, MINB) stream_scan_ws(const float *__restrict__ x, float *__restrict__ y,
                                                                       int64_t ntiles, PackedStatus<double> st,
                                                                       PackedStatus<double> gs)
 {
     using Sh = WsShared<THREADS, ITEMS, STAGES>;
-    constexpr int TILE = Sh::TILE, WARPS = THREADS / 32, Q = ITEMS / 4;
+    constexpr int TILE = Sh::TILE, WARPS = THREADS / 32;
     constexpr unsigned BYTES = TILE * sizeof(float);
     extern __shared__ __align__(128) unsigned char raw[];
     Sh &sh = *reinterpret_cast<Sh *>(raw);
@@ -536,8 +504,8 @@ __global__ void __launch_bounds__(THREADS + 32 * NLB, MINB) stream_scan_ws(const
                 if (lane == 0) st.post(0, kInclusive, total);
             } else {
                 if (lane == 0) st.post(t, kAggregate, total);
-                if constexpr (LB == 1) ex = lookback_line_tree(st, t);
-                else if constexpr (LB == 3) ex = lookback_line_sleepy(op, st, t, window);
+                if constexpr (LB == 1) ex = lookback_line_as<true, false>(op, st, t, window);
+                else if constexpr (LB == 3) ex = lookback_line_as<false, true>(op, st, t, window);
                 else ex = lookback_line(op, st, t, 0, window);
                 if (lane == 0) st.post(t, kInclusive, ex + total);
             }
@@ -555,13 +523,9 @@ __global__ void __launch_bounds__(THREADS + 32 * NLB, MINB) stream_scan_ws(const
             const int s = (int)(i % STAGES);
             mbar_wait(&sh.bar[s], (unsigned)(i / STAGES) & 1);
             double v[ITEMS];
-            ws_local<THREADS, ITEMS>(sh.stage[s], tid, v);
-            double inc = v[ITEMS - 1];
-#pragma unroll
-            for (int d = 1; d < 32; d <<= 1) {
-                const double o = __shfl_up_sync(0xffffffffu, inc, d);
-                if (lane >= d) inc += o;
-            }
+            load_scan<ITEMS, true>(sh.stage[s], tid, v);
+            double tex;
+            const double inc = warp_scan(v[ITEMS - 1], &tex);
             if (lane == 31) sh.warp_total[s][warp] = inc;
             compute_sync(THREADS);
             if (tid == 0) {
@@ -583,41 +547,14 @@ __global__ void __launch_bounds__(THREADS + 32 * NLB, MINB) stream_scan_ws(const
             }
             compute_sync(THREADS);
             double v[ITEMS];
-            ws_local<THREADS, ITEMS>(sh.stage[s], tid, v);
-            double inc = v[ITEMS - 1];
-#pragma unroll
-            for (int d = 1; d < 32; d <<= 1) {
-                const double o = __shfl_up_sync(0xffffffffu, inc, d);
-                if (lane >= d) inc += o;
-            }
-            double tex = __shfl_up_sync(0xffffffffu, inc, 1);
-            if (lane == 0) tex = 0.0;
+            load_scan<ITEMS, true>(sh.stage[s], tid, v);
+            double tex;
+            warp_scan(v[ITEMS - 1], &tex);
             double wpre = 0.0;
 #pragma unroll
             for (int w = 0; w < WARPS; w++)
                 if (w < warp) wpre += sh.warp_total[s][w];
-            const double base = *(volatile double *)&sh.prefix[s] + (wpre + tex);
-            // (each thread writes back only the chunks it read)
-            float4 q[Q];
-#pragma unroll
-            for (int j = 0; j < Q; j++) {
-                q[j].x = (float)(base + v[4 * j]);
-                q[j].y = (float)(base + v[4 * j + 1]);
-                q[j].z = (float)(base + v[4 * j + 2]);
-                q[j].w = (float)(base + v[4 * j + 3]);
-            }
-            float4 *s4 = reinterpret_cast<float4 *>(sh.stage[s]) + tid * Q;
-            if constexpr (Q == 4) {
-                const int rot = (tid >> 1) & 3;
-#pragma unroll
-                for (int j = 0; j < 4; j++) {
-                    const int c = (j + rot) & 3;
-                    s4[c] = c == 0 ? q[0] : c == 1 ? q[1] : c == 2 ? q[2] : q[3];
-                }
-            } else {
-#pragma unroll
-                for (int j = 0; j < Q; j++) s4[j] = q[j];
-            }
+            store_outputs<ITEMS, true>(sh.stage[s], tid, *(volatile double *)&sh.prefix[s] + (wpre + tex), v);
             fence_proxy_async();
             compute_sync(THREADS);
             if (tid == 0) {
@@ -704,6 +641,21 @@ static void check_result(Ctx &c, const char *name)
     printf("  %-60s max error %.3f ulp, %lld outputs beyond 1 ulp\n", name, worst, (long long)bad);
 }
 
+// Checks one launch against the float64 prefix (when verify), then times two rounds.
+template <typename L>
+static void measure(Ctx &c, const char *name, float copy_ms, bool verify, L &&launch)
+{
+    if (verify) {
+        CHECK(cudaMemset(c.y, 0xff, c.n * sizeof(float)));
+        launch();
+        CHECK(cudaDeviceSynchronize());
+        check_result(c, name);
+    }
+    const float ms = time_ms(launch);
+    const float ms2 = time_ms(launch);
+    printf("  %-60s %.4f / %.4f ms  %5.1f%% / %5.1f%% of copy\n", name, ms, ms2, 100 * copy_ms / ms, 100 * copy_ms / ms2);
+}
+
 template <int THREADS, int ITEMS, int STAGES, int SWZ, int MINB = 1, int MODE = 0, int LBW = 0>
 static void run_variant(Ctx &c, float copy_ms, bool verify)
 {
@@ -734,15 +686,7 @@ static void run_variant(Ctx &c, float copy_ms, bool verify)
         printf("  %s: grid %d over 640\n", name, grid);
         return;
     }
-    if (verify && MODE != 2) {
-        CHECK(cudaMemset(c.y, 0xff, c.n * sizeof(float)));
-        launch();
-        CHECK(cudaDeviceSynchronize());
-        check_result(c, name);
-    }
-    const float ms = time_ms(launch);
-    const float ms2 = time_ms(launch);
-    printf("  %-60s %.4f / %.4f ms  %5.1f%% / %5.1f%% of copy\n", name, ms, ms2, 100 * copy_ms / ms, 100 * copy_ms / ms2);
+    measure(c, name, copy_ms, verify && MODE != 2, launch);
 }
 
 template <int THREADS, int ITEMS, int STAGES, int MINB = 1, int LB = 0, int NLB = 1>
@@ -765,15 +709,7 @@ static void run_ws(Ctx &c, float copy_ms, bool verify)
     char name[128];
     static const char *lbs[] = { "", ", tree fold", ", groups of 32", ", back-off", ", no look-back" };
     snprintf(name, sizeof name, "%d look-back warps%s: tile %5d x %d stages, %d/SM", NLB, lbs[LB], TILE, STAGES, bps);
-    if (verify && LB != 4) {
-        CHECK(cudaMemset(c.y, 0xff, c.n * sizeof(float)));
-        launch();
-        CHECK(cudaDeviceSynchronize());
-        check_result(c, name);
-    }
-    const float ms = time_ms(launch);
-    const float ms2 = time_ms(launch);
-    printf("  %-60s %.4f / %.4f ms  %5.1f%% / %5.1f%% of copy\n", name, ms, ms2, 100 * copy_ms / ms, 100 * copy_ms / ms2);
+    measure(c, name, copy_ms, verify && LB != 4, launch);
 }
 
 int main(int argc, char **argv)
