@@ -17,7 +17,7 @@
  *             stride runs along the scan instead (rows, a transposed input or output) passes through
  *             a buffer of TILE_ELEMS elements, transposed on the way in or out;
  *   segments  GROUP lines walked together, one element of each per step, so that their folds
- *             overlap: for other strides;
+ *             overlap: for other strides, and for fewer than NARROW_TILE lines side by side;
  *   split     long lines in two passes over blocks: a line's blocks side by side as tiles (contiguous
  *             lines), a block of every line side by side (lines side by side), or as segments. */
 #include <omp.h>
@@ -46,7 +46,8 @@ enum {
     LONG_LEN = 1 << 16,
     ROUND_BLOCKS = 512, /* blocks of a split scan's round, a thread's, all lines together */
     LANES = 8,          /* lanes of a block's total when a line's blocks lie side by side */
-    INT32_ROW_MIN = 256 /* shortest int32 line summed one at a time in vectors */
+    INT32_ROW_MIN = 256, /* shortest int32 line summed one at a time in vectors */
+    NARROW_TILE = 8     /* fewest lines side by side walked as a tile */
 };
 
 #define INLINE static inline __attribute__((always_inline))
@@ -205,6 +206,9 @@ static void plan_walk(const cs_scan_plan *p, walk_layout *w)
         if (w->sx[o] == 1 || w->sx[o] == -1) w->staged[o] = 1, nstaged++;
         else w->tiles = 0;
     }
+    /* a few lines side by side make short vectors whose folds wait on one another: walk them as
+     * segments, GROUP lines of any slabs at a time */
+    if (!nstaged && w->inner < NARROW_TILE) w->tiles = 0;
     w->tw = !nstaged ? COLUMN_W : w->staged[0] && w->staged[2] ? ROWS_W : MIXED_W;
     w->tk = nstaged ? TILE_ELEMS / w->tw : PREFETCH_ROWS;
     w->tile_dtype = tile_dtype(p->in_dtype, p->out_dtype);
