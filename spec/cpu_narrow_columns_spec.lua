@@ -1,8 +1,9 @@
 -- The CPU's scans along the middle dim of {outer, L, inner} with few lines side by side (inner below
--- 8): walked as segments, eight lines of any slabs at a time, rather than as tiles of inner lanes.
--- Each output must be the in-order float64 prefix of its line rounded once (long lines: the
--- contract's blocks of 4096, their totals chained in order), bit for bit against plain Lua, for
--- every flag, float dtype pair and op; outputs are poisoned first.
+-- 8): dense slabs walked a few whole slabs at a time, other layouts as segments (eight lines of
+-- any slabs at a time), rather than as tiles of inner lanes. Each output must be the in-order
+-- float64 prefix of its line rounded once (long lines: the contract's blocks of 4096, their totals
+-- chained in order), bit for bit against plain Lua, for every flag, float dtype pair and op;
+-- outputs are poisoned first.
 local cs = require("cuscan")
 local H = require("spec.helpers")
 require("cuscan.assertions")
@@ -59,11 +60,14 @@ local FLAGS = {
 }
 local PAIRS = { { "float32", "float32" }, { "float64", "float64" }, { "float32", "float64" }, { "bfloat16", "bfloat16" } }
 
-local function check(rng, shape, pair, o, blocks, walk)
-  local x = cs.rand(shape, { seed = rng:next(), device = "cpu" }) * 2 - 1
+-- view: x and mask narrowed from slabs one line wider (not dense)
+local function check(rng, shape, pair, o, blocks, walk, view)
+  local wide = { shape[1], shape[2], shape[3] + (view and 1 or 0) }
+  local x = cs.rand(wide, { seed = rng:next(), device = "cpu" }) * 2 - 1
   if o.op == "prod" then x = x * 1e-3 + 1 end
   x = x:to(pair[1])
-  local mask = o.masked and cs.rand(shape, { seed = rng:next(), device = "cpu" }):lt(0.6) or nil
+  local mask = o.masked and cs.rand(wide, { seed = rng:next(), device = "cpu" }):lt(0.6) or nil
+  if view then x, mask = x:narrow(3, 2, shape[3]), mask and mask:narrow(3, 2, shape[3]) end
   local out = cs.empty(shape, { dtype = pair[2], device = "cpu" }):fill(0 / 0)
   local opts = { reverse = o.reverse, exclusive = o.exclusive, mask = mask, out = out, dtype = pair[2] }
   local plan = cs.explain(x, 2, { op = o.op == "prod" and "cumprod" or "cumsum", reverse = o.reverse,
@@ -81,15 +85,17 @@ local function check(rng, shape, pair, o, blocks, walk)
 end
 
 describe("the CPU's narrow columns", function()
-  it("inner 2 to 7 walk as segments: each line's in-order float64 prefix, bit for bit, every flag", function()
+  it("inner 2 to 7, dense slabs and views: each line's in-order float64 prefix, bit for bit, every flag", function()
     local rng = H.rng(H.seed_for("cpu narrow columns"))
     for inner = 2, 7 do
       for fi, o in ipairs(FLAGS) do
-        local pair = PAIRS[(inner + fi) % #PAIRS + 1]
-        local shape = { rng:int(1, 40), rng:int(1, 700), inner }
-        H.replay(rng:next(), ("%s %s %d"):format(table.concat(shape, "x"), pair[1], fi), function()
-          check(rng, shape, pair, o, false, "8 lines walked together")
-        end)
+        for _, view in ipairs({ false, true }) do
+          local pair = PAIRS[(inner + fi) % #PAIRS + 1]
+          local shape = { rng:int(1, 40), rng:int(1, 700), inner }
+          H.replay(rng:next(), ("%s %s %d%s"):format(table.concat(shape, "x"), pair[1], fi, view and " view" or ""), function()
+            check(rng, shape, pair, o, false, view and "8 lines walked together" or "whole slabs walked together", view)
+          end)
+        end
       end
     end
   end)

@@ -118,6 +118,9 @@ typedef struct walk_layout {
     int float_tiles;            /* tiles may take cs_cpu_float_tile, with dtype tile_dtype */
     int tile_dtype;
     int stream;                 /* the output is larger than the caches: streaming stores */
+    int narrow;                 /* segments of whole slabs of `inner` (< NARROW_TILE) lines each, every
+                                 * operand's slabs dense and one outer stride apart (narrow walk) */
+    int64_t slab[3];            /* narrow: that outer stride, per operand */
     int via_rows;               /* float tiles: x's lines lie next to each other (out's along the
                                  * scan) and go through a buffer of lines along it, for the rows tiles */
 } walk_layout;
@@ -270,6 +273,13 @@ static void plan_walk(const cs_scan_plan *p, walk_layout *w)
         w->tk = TILE_ELEMS / w->tw;
     }
     w->stream = w->nlines * w->len * (int64_t)cs_dtype_size(p->out_dtype) >= cs_cpu_cache_bytes();
+    /* segments of dense slabs: walked a few slabs at a time through fixed offsets (narrow walk) */
+    w->narrow = !w->tiles && !w->split && w->inner > 1 && w->inner < NARROW_TILE && w->outer.ndim <= 1;
+    for (int o = 0; o < 3 && w->narrow; o++) {
+        if (o == 1 && !w->masked) continue;
+        w->slab[o] = w->outer.ndim ? w->outer.strides[o][0] : 0;
+        if (w->ix[o] != 1 || (w->sx[o] != w->inner && w->sx[o] != -w->inner) || w->sx[o] != w->sx[0]) w->narrow = 0;
+    }
 }
 
 /* lines [*l0, *l1) of this thread's even share of n */
@@ -743,9 +753,73 @@ typedef struct segment {
         free(vals);                                                                                        \
         return 0;                                                                                          \
     }                                                                                                      \
+    /* G slabs from slab o of P lines each (narrow walk), walked together: each line in order from     \
+     * its own accumulator, the same folds as the segments walk (G and P constants where inlined, so    \
+     * that the G * P accumulators stay in registers) */                                               \
+    INLINE void NAME##_narrow_g(const cs_scan_plan *p, const walk_layout *w, int64_t o, const int G,     \
+                                const int P)                                                              \
+    {                                                                                                      \
+        const IN_T *x = p->x;                                                                              \
+        const unsigned char *m = p->mask;                                                                  \
+        OUT_T *y = p->out;                                                                                 \
+        const int masked = m != 0, excl = p->exclusive;                                                    \
+        const int64_t st = w->sx[0], n = w->len;                                                           \
+        NAME##_acc a[NARROW_TILE];                                                                         \
+        int64_t bx[NARROW_TILE], bm[NARROW_TILE], by[NARROW_TILE];                                         \
+        for (int s = 0; s < G; s++) {                                                                      \
+            bx[s] = w->start[0] + (o + s) * w->slab[0];                                                    \
+            bm[s] = masked ? w->start[1] + (o + s) * w->slab[1] : 0;                                       \
+            by[s] = w->start[2] + (o + s) * w->slab[2];                                                    \
+            for (int c = 0; c < P; c++)                                                                    \
+                a[s * P + c] = p->initial ? CPU_INITIAL_##ACC_T(p, initial_offset(w, (o + s) * P + c))      \
+                                          : (NAME##_acc)(IDENT);                                           \
+        }                                                                                                  \
+        for (int64_t k = 0; k < n; k++)                                                                    \
+            for (int s = 0; s < G; s++)                                                                    \
+                for (int c = 0; c < P; c++) {                                                              \
+                    NAME##_acc v = (NAME##_acc)CPU_IN_##IN(x[bx[s] + k * st + c]);                        \
+                    if (masked) v = CPU_SELECT_##ACC_T(m[bm[s] + k * st + c], v, (NAME##_acc)(MASKED));    \
+                    const NAME##_acc next = OP(a[s * P + c], v);                                           \
+                    y[by[s] + k * st + c] = CPU_OUT_##OUT(excl ? a[s * P + c] : next);                     \
+                    a[s * P + c] = next;                                                                   \
+                }                                                                                          \
+        if (excl && !p->initial)                                                                           \
+            for (int s = 0; s < G; s++)                                                                    \
+                for (int c = 0; c < P; c++) y[by[s] + c] = CPU_OUT_##OUT((NAME##_acc)(EMPTY));              \
+    }                                                                                                      \
+    /* slabs [o0, o1): about eight lines a step (8 / P slabs), the last slabs one at a time */          \
+    INLINE void NAME##_narrow_p(const cs_scan_plan *p, const walk_layout *w, int64_t o0, int64_t o1,      \
+                                const int P)                                                              \
+    {                                                                                                      \
+        const int G = NARROW_TILE / P;                                                                     \
+        int64_t o = o0;                                                                                    \
+        for (; o + G <= o1; o += G) NAME##_narrow_g(p, w, o, G, P);                                        \
+        for (; o < o1; o++) NAME##_narrow_g(p, w, o, 1, P);                                                \
+    }                                                                                                      \
+    VECTOR_KERNEL static void NAME##_narrow(const cs_scan_plan *p, const walk_layout *w, int64_t o0,       \
+                                            int64_t o1)                                                    \
+    {                                                                                                      \
+        switch (w->inner) {                                                                                \
+        case 2: NAME##_narrow_p(p, w, o0, o1, 2); break;                                                   \
+        case 3: NAME##_narrow_p(p, w, o0, o1, 3); break;                                                   \
+        case 4: NAME##_narrow_p(p, w, o0, o1, 4); break;                                                   \
+        case 5: NAME##_narrow_p(p, w, o0, o1, 5); break;                                                   \
+        case 6: NAME##_narrow_p(p, w, o0, o1, 6); break;                                                   \
+        default: NAME##_narrow_p(p, w, o0, o1, 7); break;                                                  \
+        }                                                                                                  \
+    }                                                                                                      \
     static int NAME##_run(const cs_scan_plan *p, const walk_layout *w)                                      \
     {                                                                                                      \
         if (w->split) return NAME##_split(p, w);                                                           \
+        if (w->narrow) {                                                                                   \
+            _Pragma("omp parallel if(w->nouter > 1 && w->nlines * w->len > 32768)")                        \
+            {                                                                                              \
+                int64_t o0, o1;                                                                            \
+                thread_share(w->nouter, &o0, &o1);                                                         \
+                NAME##_narrow(p, w, o0, o1);                                                               \
+            }                                                                                              \
+            return 0;                                                                                      \
+        }                                                                                                  \
         if (w->tiles) {                                                                                    \
             const int64_t width = tile_width(w, w->tw);                                                    \
             const int64_t nb = (w->inner + width - 1) / width;                                             \
@@ -847,6 +921,7 @@ typedef int (*scan_fn)(const cs_scan_plan *, const walk_layout *);
 static const char *walk_name(const walk_layout *w)
 {
     if (w->split) return "long lines split across threads in blocks of 4096";
+    if (w->narrow) return "whole slabs walked together";
     if (!w->tiles) return "8 lines walked together";
     if (w->staged[0] || w->staged[1] || w->staged[2]) return "lines side by side through transposing tiles";
     return "lines side by side, vectorised";
