@@ -1,6 +1,7 @@
 -- The CPU's scans along the middle dim of {outer, L, inner} with few lines side by side (inner below
 -- 8): dense slabs walked a few whole slabs at a time, other layouts as segments (eight lines of
--- any slabs at a time), rather than as tiles of inner lanes. Each output must be the in-order
+-- any slabs at a time), rather than as tiles of inner lanes; and short dense rows (L below 8,
+-- inner 1) eight lines at a time. Each output must be the in-order
 -- float64 prefix of its line rounded once (long lines: the contract's blocks of 4096, their totals
 -- chained in order), bit for bit against plain Lua, for every flag, float dtype pair and op;
 -- outputs are poisoned first.
@@ -91,11 +92,24 @@ describe("the CPU's narrow columns", function()
       for fi, o in ipairs(FLAGS) do
         for _, view in ipairs({ false, true }) do
           local pair = PAIRS[(inner + fi) % #PAIRS + 1]
-          local shape = { rng:int(1, 40), rng:int(1, 700), inner }
+          local shape = { rng:int(1, 40), rng:int(2, 700), inner }
           H.replay(rng:next(), ("%s %s %d%s"):format(table.concat(shape, "x"), pair[1], fi, view and " view" or ""), function()
             check(rng, shape, pair, o, false, view and "8 lines walked together" or "whole slabs walked together", view)
           end)
         end
+      end
+    end
+  end)
+
+  it("short rows (2 to 7 elements) walk eight lines at a time: each line's in-order prefix, every flag", function()
+    local rng = H.rng(H.seed_for("cpu short rows"))
+    for len = 2, 7 do
+      for fi, o in ipairs(FLAGS) do
+        local pair = PAIRS[(len + fi) % #PAIRS + 1]
+        local shape = { rng:int(1, 3000), len, 1 }
+        H.replay(rng:next(), ("%s %s %d"):format(table.concat(shape, "x"), pair[1], fi), function()
+          check(rng, shape, pair, o, false, "short lines walked eight together")
+        end)
       end
     end
   end)

@@ -47,7 +47,8 @@ enum {
     ROUND_BLOCKS = 512, /* blocks of a split scan's round, a thread's, all lines together */
     LANES = 8,          /* lanes of a block's total when a line's blocks lie side by side */
     INT32_ROW_MIN = 256, /* shortest int32 line summed one at a time in vectors */
-    NARROW_TILE = 8     /* fewest lines side by side walked as a tile */
+    NARROW_TILE = 8,    /* fewest lines side by side walked as a tile */
+    NARROW_ROW = 8      /* shortest rows walked as tiles */
 };
 
 #define INLINE static inline __attribute__((always_inline))
@@ -118,9 +119,11 @@ typedef struct walk_layout {
     int float_tiles;            /* tiles may take cs_cpu_float_tile, with dtype tile_dtype */
     int tile_dtype;
     int stream;                 /* the output is larger than the caches: streaming stores */
-    int narrow;                 /* segments of whole slabs of `inner` (< NARROW_TILE) lines each, every
-                                 * operand's slabs dense and one outer stride apart (narrow walk) */
-    int64_t slab[3];            /* narrow: that outer stride, per operand */
+    int narrow;                 /* narrow walk: nslabs slabs of narrow (< NARROW_TILE) lines each, every
+                                 * operand's slabs dense and slab[o] apart: whole slabs of the
+                                 * columns (inner lines, one outer stride apart), or short rows
+                                 * (one line a slab, one line stride apart) */
+    int64_t slab[3], nslabs;
     int via_rows;               /* float tiles: x's lines lie next to each other (out's along the
                                  * scan) and go through a buffer of lines along it, for the rows tiles */
 } walk_layout;
@@ -273,12 +276,19 @@ static void plan_walk(const cs_scan_plan *p, walk_layout *w)
         w->tk = TILE_ELEMS / w->tw;
     }
     w->stream = w->nlines * w->len * (int64_t)cs_dtype_size(p->out_dtype) >= cs_cpu_cache_bytes();
-    /* segments of dense slabs: walked a few slabs at a time through fixed offsets (narrow walk) */
-    w->narrow = !w->tiles && !w->split && w->inner > 1 && w->inner < NARROW_TILE && w->outer.ndim <= 1;
+    /* segments of dense slabs, and short rows: walked a few slabs at a time through fixed offsets
+     * (narrow walk) */
+    const int columns = !w->tiles && !w->split && w->inner > 1 && w->inner < NARROW_TILE && w->outer.ndim <= 1;
+    const int short_rows = !w->split && w->len < NARROW_ROW && w->outer.ndim == 0;
+    w->narrow = columns ? (int)w->inner : short_rows;
+    w->nslabs = columns ? w->nouter : w->nlines;
     for (int o = 0; o < 3 && w->narrow; o++) {
         if (o == 1 && !w->masked) continue;
-        w->slab[o] = w->outer.ndim ? w->outer.strides[o][0] : 0;
-        if (w->ix[o] != 1 || (w->sx[o] != w->inner && w->sx[o] != -w->inner) || w->sx[o] != w->sx[0]) w->narrow = 0;
+        const int64_t step = columns ? w->inner : 1;
+        w->slab[o] = !columns ? w->ix[o] : w->outer.ndim ? w->outer.strides[o][0] : 0;
+        if ((columns && w->ix[o] != 1) || (w->sx[o] != step && w->sx[o] != -step) || w->sx[o] != w->sx[0] ||
+            (!columns && w->ix[o] != w->ix[0]))
+            w->narrow = 0;
     }
 }
 
@@ -799,7 +809,8 @@ typedef struct segment {
     VECTOR_KERNEL static void NAME##_narrow(const cs_scan_plan *p, const walk_layout *w, int64_t o0,       \
                                             int64_t o1)                                                    \
     {                                                                                                      \
-        switch (w->inner) {                                                                                \
+        switch (w->narrow) {                                                                               \
+        case 1: NAME##_narrow_p(p, w, o0, o1, 1); break;                                                   \
         case 2: NAME##_narrow_p(p, w, o0, o1, 2); break;                                                   \
         case 3: NAME##_narrow_p(p, w, o0, o1, 3); break;                                                   \
         case 4: NAME##_narrow_p(p, w, o0, o1, 4); break;                                                   \
@@ -812,10 +823,10 @@ typedef struct segment {
     {                                                                                                      \
         if (w->split) return NAME##_split(p, w);                                                           \
         if (w->narrow) {                                                                                   \
-            _Pragma("omp parallel if(w->nouter > 1 && w->nlines * w->len > 32768)")                        \
+            _Pragma("omp parallel if(w->nslabs > 1 && w->nlines * w->len > 32768)")                        \
             {                                                                                              \
                 int64_t o0, o1;                                                                            \
-                thread_share(w->nouter, &o0, &o1);                                                         \
+                thread_share(w->nslabs, &o0, &o1);                                                         \
                 NAME##_narrow(p, w, o0, o1);                                                               \
             }                                                                                              \
             return 0;                                                                                      \
@@ -921,6 +932,7 @@ typedef int (*scan_fn)(const cs_scan_plan *, const walk_layout *);
 static const char *walk_name(const walk_layout *w)
 {
     if (w->split) return "long lines split across threads in blocks of 4096";
+    if (w->narrow == 1) return "short lines walked eight together";
     if (w->narrow) return "whole slabs walked together";
     if (!w->tiles) return "8 lines walked together";
     if (w->staged[0] || w->staged[1] || w->staged[2]) return "lines side by side through transposing tiles";
@@ -930,7 +942,7 @@ static const char *walk_name(const walk_layout *w)
 /* how a walk stores: through float tiles in registers (where they apply), streaming past the caches */
 static const char *store_name(const walk_layout *w)
 {
-    if (!w->float_tiles) return "";
+    if (!w->float_tiles || w->narrow) return "";
     return w->stream ? ", float tiles in registers, streaming stores" : ", float tiles in registers";
 }
 
