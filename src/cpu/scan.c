@@ -18,6 +18,8 @@
  *             a buffer of TILE_ELEMS elements, transposed on the way in or out;
  *   segments  GROUP lines walked together, one element of each per step, so that their folds
  *             overlap: for other strides, and for fewer than NARROW_TILE lines side by side;
+ *   narrow    the same for dense slabs of fewer than NARROW_TILE lines (a few whole slabs a step, each
+ *             line's accumulator in a register) and dense rows shorter than NARROW_ROW (eight a step);
  *   split     long lines in two passes over blocks: a line's blocks side by side as tiles (contiguous
  *             lines), a block of every line side by side (lines side by side), or as segments. */
 #include <omp.h>
