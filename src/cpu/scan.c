@@ -18,7 +18,7 @@
  *             a buffer of TILE_ELEMS elements, transposed on the way in or out;
  *   segments  GROUP lines walked together, one element of each per step, so that their folds
  *             overlap: for other strides, and for fewer than NARROW_TILE lines side by side;
- *   narrow    the same for dense slabs of fewer than NARROW_TILE lines (a few whole slabs a step, each
+ *   narrow    the same for dense slabs of 2-7 and 9-NARROW_MAX lines (a few whole slabs a step, each
  *             line's accumulator in a register) and dense rows shorter than NARROW_ROW (eight a step);
  *   split     long lines in two passes over blocks: a line's blocks side by side as tiles (contiguous
  *             lines), a block of every line side by side (lines side by side), or as segments. */
@@ -49,7 +49,8 @@ enum {
     ROUND_BLOCKS = 512, /* blocks of a split scan's round, a thread's, all lines together */
     LANES = 8,          /* lanes of a block's total when a line's blocks lie side by side */
     INT32_ROW_MIN = 256, /* shortest int32 line summed one at a time in vectors */
-    NARROW_TILE = 8,    /* fewest lines side by side walked as a tile */
+    NARROW_TILE = 8,    /* fewest lines side by side walked as a tile (as segments below) */
+    NARROW_MAX = 15,    /* most lines of a slab the narrow walk takes */
     NARROW_ROW = 8      /* shortest rows walked as tiles */
 };
 
@@ -121,7 +122,7 @@ typedef struct walk_layout {
     int float_tiles;            /* tiles may take cs_cpu_float_tile, with dtype tile_dtype */
     int tile_dtype;
     int stream;                 /* the output is larger than the caches: streaming stores */
-    int narrow;                 /* narrow walk: nslabs slabs of narrow (< NARROW_TILE) lines each, every
+    int narrow;                 /* narrow walk: nslabs slabs of narrow (narrow_lines) lines each, every
                                  * operand's slabs dense and slab[o] apart: whole slabs of the
                                  * columns (inner lines, one outer stride apart), or short rows
                                  * (one line a slab, one line stride apart) */
@@ -181,6 +182,9 @@ int64_t cs_cpu_cache_bytes(void)
     return bytes;
 }
 
+/* slabs of this many lines take the narrow walk where dense (eight fill a tile's vector) */
+static inline int narrow_lines(int64_t n) { return n > 1 && n <= NARROW_MAX && n != 8; }
+
 static void plan_walk(const cs_scan_plan *p, walk_layout *w)
 {
     memset(w, 0, sizeof *w);
@@ -215,8 +219,14 @@ static void plan_walk(const cs_scan_plan *p, walk_layout *w)
         else w->tiles = 0;
     }
     /* a few lines side by side make short vectors whose folds wait on one another: walk them as
-     * segments, GROUP lines of any slabs at a time */
-    if (!nstaged && w->inner < NARROW_TILE) w->tiles = 0;
+     * segments, GROUP lines of any slabs at a time, or (dense slabs of up to NARROW_MAX lines, but
+     * for eight, a tile's vector) as whole slabs (narrow walk, below); long lines keep their split */
+    int dense = !nstaged && w->outer.ndim <= 1;
+    for (int o = 0; o < 3; o++)
+        if ((o != 1 || w->masked) && (w->ix[o] != 1 || w->sx[o] != w->sx[0] || (w->sx[o] != w->inner && w->sx[o] != -w->inner)))
+            dense = 0;
+    const int long_split = w->nlines <= LONG_LINES && w->len >= LONG_LEN;
+    if (!nstaged && (w->inner < NARROW_TILE || (dense && !long_split && narrow_lines(w->inner)))) w->tiles = 0;
     w->tw = !nstaged ? COLUMN_W : w->staged[0] && w->staged[2] ? ROWS_W : MIXED_W;
     w->tk = nstaged ? TILE_ELEMS / w->tw : PREFETCH_ROWS;
     w->tile_dtype = tile_dtype(p->in_dtype, p->out_dtype);
@@ -280,7 +290,7 @@ static void plan_walk(const cs_scan_plan *p, walk_layout *w)
     w->stream = w->nlines * w->len * (int64_t)cs_dtype_size(p->out_dtype) >= cs_cpu_cache_bytes();
     /* segments of dense slabs, and short rows: walked a few slabs at a time through fixed offsets
      * (narrow walk) */
-    const int columns = !w->tiles && !w->split && w->inner > 1 && w->inner < NARROW_TILE && w->outer.ndim <= 1;
+    const int columns = !w->tiles && !w->split && narrow_lines(w->inner) && w->outer.ndim <= 1;
     const int short_rows = !w->split && w->len < NARROW_ROW && w->outer.ndim == 0;
     w->narrow = columns ? (int)w->inner : short_rows;
     w->nslabs = columns ? w->nouter : w->nlines;
@@ -776,8 +786,8 @@ typedef struct segment {
         OUT_T *y = p->out;                                                                                 \
         const int masked = m != 0, excl = p->exclusive;                                                    \
         const int64_t st = w->sx[0], n = w->len;                                                           \
-        NAME##_acc a[NARROW_TILE];                                                                         \
-        int64_t bx[NARROW_TILE], bm[NARROW_TILE], by[NARROW_TILE];                                         \
+        NAME##_acc a[NARROW_MAX];                                                                          \
+        int64_t bx[NARROW_MAX], bm[NARROW_MAX], by[NARROW_MAX];                                            \
         for (int s = 0; s < G; s++) {                                                                      \
             bx[s] = w->start[0] + (o + s) * w->slab[0];                                                    \
             bm[s] = masked ? w->start[1] + (o + s) * w->slab[1] : 0;                                       \
@@ -803,7 +813,7 @@ typedef struct segment {
     INLINE void NAME##_narrow_p(const cs_scan_plan *p, const walk_layout *w, int64_t o0, int64_t o1,      \
                                 const int P)                                                              \
     {                                                                                                      \
-        const int G = NARROW_TILE / P;                                                                     \
+        const int G = P < NARROW_TILE ? NARROW_TILE / P : 1;                                               \
         int64_t o = o0;                                                                                    \
         for (; o + G <= o1; o += G) NAME##_narrow_g(p, w, o, G, P);                                        \
         for (; o < o1; o++) NAME##_narrow_g(p, w, o, 1, P);                                                \
@@ -818,7 +828,14 @@ typedef struct segment {
         case 4: NAME##_narrow_p(p, w, o0, o1, 4); break;                                                   \
         case 5: NAME##_narrow_p(p, w, o0, o1, 5); break;                                                   \
         case 6: NAME##_narrow_p(p, w, o0, o1, 6); break;                                                   \
-        default: NAME##_narrow_p(p, w, o0, o1, 7); break;                                                  \
+        case 7: NAME##_narrow_p(p, w, o0, o1, 7); break;                                                   \
+        case 9: NAME##_narrow_p(p, w, o0, o1, 9); break;                                                   \
+        case 10: NAME##_narrow_p(p, w, o0, o1, 10); break;                                                 \
+        case 11: NAME##_narrow_p(p, w, o0, o1, 11); break;                                                 \
+        case 12: NAME##_narrow_p(p, w, o0, o1, 12); break;                                                 \
+        case 13: NAME##_narrow_p(p, w, o0, o1, 13); break;                                                 \
+        case 14: NAME##_narrow_p(p, w, o0, o1, 14); break;                                                 \
+        default: NAME##_narrow_p(p, w, o0, o1, 15); break;                                                 \
         }                                                                                                  \
     }                                                                                                      \
     static int NAME##_run(const cs_scan_plan *p, const walk_layout *w)                                      \
