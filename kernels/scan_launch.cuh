@@ -588,13 +588,15 @@ cs_status launch_slabs(const cs_scan_plan *p, cudaStream_t stream, Report &rep, 
     if constexpr (!S::FLAGGED && sizeof(typename S::OutT) == 4 &&
                   (S::MASKED ? P::kSlabLargeTileElementsMasked4 : P::kSlabLargeTileElements4) > 0) {
         // whole tiles that hold enough more elements in the larger class (masked: or whole slabs the
-        // smaller class cuts into pieces) take it
-        const SlabArgs b = plan_slabs<SlabLargeSpec<S>>(p, force_mode);
-        const int64_t held_a = (int64_t)a.rows * a.width, held_b = (int64_t)b.rows * b.width;
-        const int gain = S::MASKED ? P::kSlabLargeMinGainPctMasked4 : P::kSlabLargeMinGainPct4;
-        const bool grows = a.mode == kSlabWhole && held_b * 100 >= held_a * gain && (S::MASKED || a.segs > 1);
-        if (b.mode == kSlabWhole && (grows || (S::MASKED && a.mode != kSlabWhole)))
-            return run_slabs<SlabLargeSpec<S>, kSlabWhole>(stream, rep, b);
+        // smaller class cuts into pieces) take it; unmasked pieces are not asked (no second plan)
+        if (S::MASKED || a.mode == kSlabWhole) {
+            const SlabArgs b = plan_slabs<SlabLargeSpec<S>>(p, force_mode);
+            const int64_t held_a = (int64_t)a.rows * a.width, held_b = (int64_t)b.rows * b.width;
+            const int gain = S::MASKED ? P::kSlabLargeMinGainPctMasked4 : P::kSlabLargeMinGainPct4;
+            const bool grows = a.mode == kSlabWhole && held_b * 100 >= held_a * gain && (S::MASKED || a.segs > 1);
+            if (b.mode == kSlabWhole && (grows || (S::MASKED && a.mode != kSlabWhole)))
+                return run_slabs<SlabLargeSpec<S>, kSlabWhole>(stream, rep, b);
+        }
     }
     if constexpr (!S::FLAGGED && sizeof(typename S::OutT) >= 4 && P::kSlabWindowTileBytes > 0) {
         using W = SlabScan<SlabWindowSpec<S>>;

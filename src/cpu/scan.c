@@ -288,19 +288,20 @@ static void plan_walk(const cs_scan_plan *p, walk_layout *w)
         w->tk = TILE_ELEMS / w->tw;
     }
     w->stream = w->nlines * w->len * (int64_t)cs_dtype_size(p->out_dtype) >= cs_cpu_cache_bytes();
-    /* segments of dense slabs, and short rows: walked a few slabs at a time through fixed offsets
-     * (narrow walk) */
-    const int columns = !w->tiles && !w->split && narrow_lines(w->inner) && w->outer.ndim <= 1;
-    const int short_rows = !w->split && w->len < NARROW_ROW && w->outer.ndim == 0;
-    w->narrow = columns ? (int)w->inner : short_rows;
-    w->nslabs = columns ? w->nouter : w->nlines;
-    for (int o = 0; o < 3 && w->narrow; o++) {
-        if (o == 1 && !w->masked) continue;
-        const int64_t step = columns ? w->inner : 1;
-        w->slab[o] = !columns ? w->ix[o] : w->outer.ndim ? w->outer.strides[o][0] : 0;
-        if ((columns && w->ix[o] != 1) || (w->sx[o] != step && w->sx[o] != -step) || w->sx[o] != w->sx[0] ||
-            (!columns && w->ix[o] != w->ix[0]))
-            w->narrow = 0;
+    /* dense slabs of a few lines (the tiles left them above), and short rows: walked a few slabs at
+     * a time through fixed offsets (narrow walk) */
+    if (dense && !w->split && narrow_lines(w->inner)) {
+        w->narrow = (int)w->inner;
+        w->nslabs = w->nouter;
+        for (int o = 0; o < 3; o++) w->slab[o] = w->outer.ndim ? w->outer.strides[o][0] : 0;
+    } else if (!w->split && w->len < NARROW_ROW && w->outer.ndim == 0) {
+        w->narrow = 1;   /* one line a slab */
+        w->nslabs = w->nlines;
+        for (int o = 0; o < 3; o++) {
+            if (o == 1 && !w->masked) continue;
+            w->slab[o] = w->ix[o];
+            if ((w->sx[o] != 1 && w->sx[o] != -1) || w->sx[o] != w->sx[0] || w->ix[o] != w->ix[0]) w->narrow = 0;
+        }
     }
 }
 
