@@ -196,21 +196,26 @@ cs_status launch_rows(const cs_scan_plan *p, cudaStream_t stream, Report &rep, c
     bool unit_stride = true;
     for (int o = 0; o < CS_MAX_OPERANDS; o++)
         if (present[o] && p->scan_stride[o] != 1) unit_stride = false;
-    bool vec = unit_stride && p->len % VEC == 0 && aligned(p->x, VEC * sizeof(InT)) &&
+    // lines of a length no multiple of VEC still move in vectors, their last one in part, in forward
+    // plain scans (RowTileScan::TAILS) of lines that start on a vector (never segmented tiles, whose
+    // lines would start anywhere in a vector)
+    const bool whole_vectors = p->len % VEC == 0;
+    bool vec = unit_stride && (whole_vectors || (!S::REVERSE && !S::FLAGGED && p->len >= VEC)) &&
+               aligned(p->x, VEC * sizeof(InT)) &&
                aligned(p->out, VEC * sizeof(OutT)) && (!masked || aligned(p->mask, VEC)) &&
                (!p->reset || aligned(p->reset, VEC)) && (!p->indices || aligned(p->indices, 16));
     for (int d = 0; d < p->outer.ndim; d++)
         for (int o = 0; o < CS_MAX_OPERANDS; o++)
             if (present[o] && p->outer.strides[o][d] % VEC != 0) vec = false;
+    bool packed = unit_stride && p->outer.ndim <= 1;
+    if (p->outer.ndim == 1)
+        for (int o = 0; o < CS_MAX_OPERANDS; o++)
+            if (present[o] && p->outer.strides[o][0] != p->len) packed = false;
     const int64_t tile = vec ? RowTile<S, VEC, kOneTileBytes<S>>::SIZE : RowTile<S, 1, kOneTileBytes<S>>::SIZE;
     const int64_t big_tile = vec ? RowTile<S, VEC, kPieceBytes<S>>::SIZE : RowTile<S, 1, kPieceBytes<S>>::SIZE;
     const int64_t line_tile = vec ? RowTile<S, VEC, kLineTileBytes<S>>::SIZE : RowTile<S, 1, kLineTileBytes<S>>::SIZE;
     const int64_t warp_tile = vec ? RowTile<S, VEC, kWarpLineBytes<S>, true>::SIZE
                                   : RowTile<S, 1, kWarpLineBytes<S>, true>::SIZE;
-    bool packed = unit_stride && p->outer.ndim <= 1;
-    if (p->outer.ndim == 1)
-        for (int o = 0; o < CS_MAX_OPERANDS; o++)
-            if (present[o] && p->outer.strides[o][0] != p->len) packed = false;
     const int sms = cs_cuda_multiprocessors();
     // segmented: short packed lines, several per tile, unless that leaves the device half idle;
     // single: a line per tile; whole lines: many long lines, a block walks each (no block waits on
@@ -218,6 +223,7 @@ cs_status launch_rows(const cs_scan_plan *p, cudaStream_t stream, Report &rep, c
     // big tiles joined by look-back
     enum { SEGMENTED, SINGLE, WHOLE_LINES, PIECES, WARP_LINES } mode;
     // (segmented tiles hold several lines, which do not start from initial values)
+    packed = packed && (!vec || whole_vectors);
     if (!p->initial && packed && p->len * 2 <= tile && p->nouter / (tile / p->len) >= P::kSegmentedMinTilesPerSm * sms)
         mode = SEGMENTED;
     else if (p->len <= tile) mode = SINGLE;
@@ -290,15 +296,25 @@ cs_status launch_rows(const cs_scan_plan *p, cudaStream_t stream, Report &rep, c
 }
 
 // ---- columns ----
+// Two neighbouring columns per lane where the dtypes allow 2-element vectors along inner.
 template <class S>
-cs_status launch_columns(const cs_scan_plan *p, cudaStream_t stream, Report &rep, const char *force_mode)
+constexpr int kColumnPair = sizeof(typename S::InT) <= 4 && sizeof(typename S::OutT) <= 8 ? 2 : 1;
+
+// A column unit's shape: columns a lane moves at once (cv: 2 when every operand allows 2-element
+// vectors along inner), warps down and across, rows a warp holds. Tall units for long columns,
+// wide ones for short columns.
+struct ColumnUnit {
+    int cv, warps_down, warps_across, rows_per_warp;
+};
+
+template <class S>
+ColumnUnit column_unit(const cs_scan_plan *p)
 {
     using P = typename S::P;
     using InT = typename S::InT;
     using OutT = typename S::OutT;
+    constexpr int CV = kColumnPair<S>;
     const bool masked = p->mask != nullptr;
-    // two neighbouring columns per lane when every operand allows 2-element vectors along inner
-    constexpr int CV = sizeof(InT) <= 4 && sizeof(OutT) <= 8 ? 2 : 1;
     const bool present[CS_MAX_OPERANDS] = { true, masked, true, p->reset != nullptr, p->indices != nullptr };
     bool vec = CV > 1 && p->inner % CV == 0 && aligned(p->x, CV * sizeof(InT)) && aligned(p->out, CV * sizeof(OutT)) &&
                (!masked || aligned(p->mask, CV)) && (!p->reset || aligned(p->reset, CV)) &&
@@ -309,18 +325,30 @@ cs_status launch_columns(const cs_scan_plan *p, cudaStream_t stream, Report &rep
         for (int d = 0; d < p->outer.ndim; d++)
             if (p->outer.strides[o][d] % CV != 0) vec = false;
     }
-    const int cv = vec ? CV : 1;
+    ColumnUnit u;
+    u.cv = vec ? CV : 1;
     const int max_rows = vec ? col_max_rows<S, CV>() : col_max_rows<S, 1>();
-    // rows per warp and warps across: tall units for long columns, wide ones for short columns
-    int warps_down = 1;
-    while (warps_down < P::kColWarps && (int64_t)warps_down * max_rows < p->len) warps_down *= 2;
-    int warps_across = P::kColWarps / warps_down;
-    while (warps_across > 1 && 32 * cv * (warps_across / 2) >= p->inner) {
-        warps_across /= 2;
-        warps_down *= 2;
+    u.warps_down = 1;
+    while (u.warps_down < P::kColWarps && (int64_t)u.warps_down * max_rows < p->len) u.warps_down *= 2;
+    u.warps_across = P::kColWarps / u.warps_down;
+    while (u.warps_across > 1 && 32 * u.cv * (u.warps_across / 2) >= p->inner) {
+        u.warps_across /= 2;
+        u.warps_down *= 2;
     }
-    const int64_t rpw64 = (p->len + warps_down - 1) / warps_down;
-    const int rpw = (int)(rpw64 < max_rows ? rpw64 : max_rows);
+    const int64_t rpw64 = (p->len + u.warps_down - 1) / u.warps_down;
+    u.rows_per_warp = (int)(rpw64 < max_rows ? rpw64 : max_rows);
+    return u;
+}
+
+template <class S>
+cs_status launch_columns(const cs_scan_plan *p, cudaStream_t stream, Report &rep, const char *force_mode)
+{
+    using P = typename S::P;
+    const bool masked = p->mask != nullptr;
+    const ColumnUnit u = column_unit<S>(p);
+    const bool vec = u.cv > 1;
+    constexpr int CV = kColumnPair<S>;
+    const int warps_down = u.warps_down, warps_across = u.warps_across, rpw = u.rows_per_warp, cv = u.cv;
 
     ColumnsArgs a;
     a.x = p->x;
@@ -640,13 +668,42 @@ cs_status launch_spec(const cs_scan_plan *p, cudaStream_t stream, Family family,
     }
 }
 
+// Between columns and slabs, where a plain scan's unit shapes decide (choose_family has only the
+// sizes): a column unit whose threads would hold few rows scans short slabs slower than the slab
+// tiles that hold many slabs whole; masked column units lose more where a lane takes one column
+// (odd widths) and on short columns; and where slabs could not be whole, narrow columns still beat
+// slab pieces joined by look-back from fewer bytes of a row than choose_family's bound.
+template <class S>
+Family columns_or_slabs(const cs_scan_plan *p, Family family)
+{
+    using P = typename S::P;
+    const cs_scan_plan c = as_columns(p);
+    const int64_t inner_bytes = (int64_t)sizeof(typename S::InT) * p->flat_inner;
+    auto columns_fit = [&] {
+        const ColumnUnit u = column_unit<S>(&c);
+        if (u.rows_per_warp < P::kColumnsMinRowsPerWarp) return false;
+        if (!S::MASKED || P::kColumnsMaskedMinLen == 0) return true;
+        return p->len >= P::kColumnsMaskedMinLen && (u.cv > 1 || sizeof(typename S::InT) != 4) &&
+               inner_bytes >= (sizeof(typename S::InT) == 8 ? P::kColumnsMaskedMinInnerBytes8 : 0);
+    };
+    if (family == kColumnsFamily) return columns_fit() ? kColumnsFamily : kSlabsFamily;
+    const int64_t bound = sizeof(typename S::InT) == 4   ? P::kColumnsOverPiecesMinInnerBytes4
+                          : sizeof(typename S::InT) == 8 ? P::kColumnsOverPiecesMinInnerBytes8
+                                                         : 0;
+    if (family != kSlabsFamily || S::MASKED || bound == 0 || inner_bytes < bound || p->len < P::kColumnsMinLen)
+        return family;
+    if (plan_slabs<S>(p, nullptr).mode == kSlabWhole) return family;
+    return columns_fit() ? kColumnsFamily : family;
+}
+
 // cumsum and cumprod: one instance of a direction and mask (a unit holds one).
 template <class P, int OP, typename InT, typename AccT, typename OutT, bool REV, bool MSK>
 cs_status launch_op_as(const cs_scan_plan *p, cudaStream_t stream)
 {
     using S = ScanSpec<P, OP, InT, AccT, OutT, REV, MSK>;
     const char *mode;
-    const Family family = choose_family<P>(p, sizeof(InT), sizeof(OutT), false, SlabScan<S>::TILE, &mode);
+    Family family = choose_family<P>(p, sizeof(InT), sizeof(OutT), false, SlabScan<S>::TILE, &mode);
+    if (!p->force && p->flat && p->flat_inner > 1) family = columns_or_slabs<S>(p, family);
     return launch_spec<S>(p, stream, family, mode);
 }
 

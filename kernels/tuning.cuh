@@ -141,6 +141,15 @@ struct TuningSm80 {
     // (0: none)
     static constexpr int kSlabsMaskedLinesMinOutBytes = 8;
     static constexpr int64_t kRowsMinUnalignedLine = 65536;   // a single unmasked line this long goes to rows
+    // plain scans between columns and slabs, by the column unit (scan_launch.cuh: columns_or_slabs):
+    // rows a warp holds, at least; masked columns at least this long, a lane's two columns
+    // at once for 4-byte inputs, and this many bytes of a row for 8-byte ones; unmasked narrow rows
+    // from this many bytes go to columns where slabs would be look-back pieces (0: choose_family's bound)
+    static constexpr int kColumnsMinRowsPerWarp = 0;
+    static constexpr int kColumnsMaskedMinLen = 0;
+    static constexpr int kColumnsMaskedMinInnerBytes8 = 0;
+    static constexpr int kColumnsOverPiecesMinInnerBytes4 = 0;
+    static constexpr int kColumnsOverPiecesMinInnerBytes8 = 0;
 };
 
 // The window's slab tile class (kSlabWindow* above; scan_launch.cuh: launch_slabs), as a policy.
@@ -162,6 +171,11 @@ struct TuningSm90 : TuningSm80 {
     static constexpr int kSlabLargeTileElements4 = 10240;
     static constexpr int kSlabLargeTileElementsMasked4 = 8192;
     static constexpr int kSlabsLinesMaxLen4 = 1024;
+    static constexpr int kColumnsMinRowsPerWarp = 8;
+    static constexpr int kColumnsMaskedMinLen = 17;
+    static constexpr int kColumnsMaskedMinInnerBytes8 = 4096;
+    static constexpr int kColumnsOverPiecesMinInnerBytes4 = 512;
+    static constexpr int kColumnsOverPiecesMinInnerBytes8 = 96;
 };
 
 // The larger 4-byte slab tile class (kSlabLarge* above; scan_launch.cuh: launch_slabs), as a policy.
