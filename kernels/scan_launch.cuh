@@ -196,26 +196,21 @@ cs_status launch_rows(const cs_scan_plan *p, cudaStream_t stream, Report &rep, c
     bool unit_stride = true;
     for (int o = 0; o < CS_MAX_OPERANDS; o++)
         if (present[o] && p->scan_stride[o] != 1) unit_stride = false;
-    // lines of a length no multiple of VEC still move in vectors, their last one in part, in forward
-    // plain scans (RowTileScan::TAILS) of lines that start on a vector (never segmented tiles, whose
-    // lines would start anywhere in a vector)
-    const bool whole_vectors = p->len % VEC == 0;
-    bool vec = unit_stride && (whole_vectors || (!S::REVERSE && !S::FLAGGED && p->len >= VEC)) &&
-               aligned(p->x, VEC * sizeof(InT)) &&
+    bool vec = unit_stride && p->len % VEC == 0 && aligned(p->x, VEC * sizeof(InT)) &&
                aligned(p->out, VEC * sizeof(OutT)) && (!masked || aligned(p->mask, VEC)) &&
                (!p->reset || aligned(p->reset, VEC)) && (!p->indices || aligned(p->indices, 16));
     for (int d = 0; d < p->outer.ndim; d++)
         for (int o = 0; o < CS_MAX_OPERANDS; o++)
             if (present[o] && p->outer.strides[o][d] % VEC != 0) vec = false;
-    bool packed = unit_stride && p->outer.ndim <= 1;
-    if (p->outer.ndim == 1)
-        for (int o = 0; o < CS_MAX_OPERANDS; o++)
-            if (present[o] && p->outer.strides[o][0] != p->len) packed = false;
     const int64_t tile = vec ? RowTile<S, VEC, kOneTileBytes<S>>::SIZE : RowTile<S, 1, kOneTileBytes<S>>::SIZE;
     const int64_t big_tile = vec ? RowTile<S, VEC, kPieceBytes<S>>::SIZE : RowTile<S, 1, kPieceBytes<S>>::SIZE;
     const int64_t line_tile = vec ? RowTile<S, VEC, kLineTileBytes<S>>::SIZE : RowTile<S, 1, kLineTileBytes<S>>::SIZE;
     const int64_t warp_tile = vec ? RowTile<S, VEC, kWarpLineBytes<S>, true>::SIZE
                                   : RowTile<S, 1, kWarpLineBytes<S>, true>::SIZE;
+    bool packed = unit_stride && p->outer.ndim <= 1;
+    if (p->outer.ndim == 1)
+        for (int o = 0; o < CS_MAX_OPERANDS; o++)
+            if (present[o] && p->outer.strides[o][0] != p->len) packed = false;
     const int sms = cs_cuda_multiprocessors();
     // segmented: short packed lines, several per tile, unless that leaves the device half idle;
     // single: a line per tile; whole lines: many long lines, a block walks each (no block waits on
@@ -223,7 +218,6 @@ cs_status launch_rows(const cs_scan_plan *p, cudaStream_t stream, Report &rep, c
     // big tiles joined by look-back
     enum { SEGMENTED, SINGLE, WHOLE_LINES, PIECES, WARP_LINES } mode;
     // (segmented tiles hold several lines, which do not start from initial values)
-    packed = packed && (!vec || whole_vectors);
     if (!p->initial && packed && p->len * 2 <= tile && p->nouter / (tile / p->len) >= P::kSegmentedMinTilesPerSm * sms)
         mode = SEGMENTED;
     else if (p->len <= tile) mode = SINGLE;
@@ -692,7 +686,9 @@ Family columns_or_slabs(const cs_scan_plan *p, Family family)
                                                          : 0;
     if (family != kSlabsFamily || S::MASKED || bound == 0 || inner_bytes < bound || p->len < P::kColumnsMinLen)
         return family;
-    if (plan_slabs<S>(p, nullptr).mode == kSlabWhole) return family;
+    // (few narrow strips whose pieces join by a window of flags keep it: columns lost there)
+    const SlabArgs slabs = plan_slabs<S>(p, nullptr);
+    if (slabs.mode == kSlabWhole || slabs.window) return family;
     return columns_fit() ? kColumnsFamily : family;
 }
 

@@ -191,9 +191,6 @@ struct RowTileScan {
     static constexpr int K = Tile::K;
     static constexpr int WARPS = S::P::kRowWarps;
     static constexpr bool REVERSE = S::REVERSE, MASKED = S::MASKED, FLAGGED = S::FLAGGED;
-    // Forward plain scans of lines whose length is no multiple of VEC (lines starting on a vector,
-    // launch_rows) end in a part vector, moved element by element: the rest keeps its vectors.
-    static constexpr bool TAILS = !REVERSE && !FLAGGED && !SEG && VEC > 1;
 
     // the warp's place in the tile (0 for warp tiles)
     __device__ __forceinline__ static int tile_warp() { return WARP_TILES ? 0 : (int)(threadIdx.x >> 5); }
@@ -224,24 +221,12 @@ struct RowTileScan {
         const InT *x = static_cast<const InT *>(a.x) + sp.ox;
         const unsigned char *m = a.mask + sp.om;
         const int e0 = warp * Tile::WARP_SPAN + k * 32 * VEC + lane * VEC;
-        if constexpr (TAILS) {
-            if (e0 < sp.count && e0 + VEC > sp.count) {
-                const int n = sp.count - e0;
-                const int64_t p = sp.pbase + e0;
-#pragma unroll
-                for (int j = 0; j < VEC; j++)
-                    v[j] = j >= n ? S::in_identity()
-                                  : (!MASKED || load_hinted<H>(m + p + j)) ? load_hinted<H>(x + p + j) : S::in_zero();
-                return;
-            }
-        }
         if constexpr (MASKED && FLAT_MASKED_LOADS) {
             // x and the mask are loaded whatever the mask says and wherever the chunk lies (past the
-            // tile's end it reads the tile's first vector, a place every tile has, and drops it; a
-            // tile shorter than a vector, the end of a line with a part vector, the vector before it):
-            // with no load under a branch, every chunk's loads are in flight together, as unmasked
+            // tile's end it reads the tile's first vector, a place every tile has, and drops it): with
+            // no load under a branch, every chunk's loads are in flight together, as unmasked
             const bool in = e0 < sp.count;
-            const int e = in ? e0 : (TAILS && sp.count < VEC ? -VEC : 0);
+            const int e = in ? e0 : 0;
             const int64_t p = sp.pbase + (REVERSE ? sp.count - e - VEC : e);
             if constexpr (VEC > 1) {
                 const Vec<InT, VEC> xv = load_vec_hinted<InT, VEC, H>(x + p);
@@ -421,14 +406,6 @@ struct RowTileScan {
             const AccT nb = op(b, to_acc<AccT>(v[j]));
             out[j] = to_out<OutT>(a.exclusive ? (j == 0 && line_start ? Op::zero() : b) : nb);
             b = nb;
-        }
-        if constexpr (TAILS) {
-            if (e0 + VEC > sp.count) {
-#pragma unroll
-                for (int j = 0; j < VEC; j++)
-                    if (j < sp.count - e0) y[sp.pbase + e0 + j] = out[j];
-                return;
-            }
         }
         store_out<STREAM>(a, y, sp.pbase + (REVERSE ? sp.count - e0 - VEC : e0), out);
     }
