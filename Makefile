@@ -103,11 +103,11 @@ CUH  = $(wildcard kernels/*.cuh)
 all: announce $(LIB) $(CDEF)
 
 # A first CUDA build's seconds: the units' CPU time shared by the jobs, but no less than the longest
-# unit's, per architecture of CUDA_ARCH (cicc and ptxas) and for PTX (cicc alone, about a third), as
-# measured on a 2-core machine (README; the longest unit is a guess until a many-core build times it).
+# unit's, per architecture of CUDA_ARCH (cicc and ptxas) and for PTX (cicc alone), as measured
+# (README: the CPU time of whole builds, and 64-core builds, where the longest unit is the time).
 BUILD_TARGETS = $(if $(strip $(CUDA_ARCH)),sm_$(subst $() ,$(comma) sm_,$(strip $(CUDA_ARCH)))$(if $(PTX_ARCH), + PTX $(PTX_ARCH)),PTX $(PTX_ARCH) alone)
-BUILD_CPU_S = $(shell echo $$(( ( 51 * $(words $(CUDA_ARCH)) + 21 * $(words $(PTX_ARCH)) ) * $(words $(CU_OBJS)) )))
-BUILD_MIN_S = $(shell echo $$(( 150 * $(words $(CUDA_ARCH)) + 50 * $(words $(PTX_ARCH)) )))
+BUILD_CPU_S = $(shell echo $$(( ( 120 * $(words $(CUDA_ARCH)) + 21 * $(words $(PTX_ARCH)) ) * $(words $(CU_OBJS)) )))
+BUILD_MIN_S = $(shell echo $$(( 420 * $(words $(CUDA_ARCH)) + 100 * $(words $(PTX_ARCH)) )))
 BUILD_EST_S = $(shell t=$$(( ( $(BUILD_CPU_S) + $(JOBS) - 1 ) / $(JOBS) )); echo $$(( t > $(BUILD_MIN_S) ? t : $(BUILD_MIN_S) )))
 
 announce:
