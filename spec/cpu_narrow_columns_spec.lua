@@ -1,7 +1,8 @@
 -- The CPU's scans along the middle dim of {outer, L, inner} with few lines side by side (inner 2-15
 -- but 8): dense slabs walked a few whole slabs at a time, other layouts below 8 lines as segments
 -- (eight lines of any slabs at a time), rather than as tiles of inner lanes; and short dense rows
--- (L below 8, inner 1) eight lines at a time. Each output must be the in-order
+-- (L below 8, inner 1) eight lines at a time; one long dense slab of 3-7 lines split across threads
+-- in blocks, a few blocks' lines at a time. Each output must be the in-order
 -- float64 prefix of its line rounded once (long lines: the contract's blocks of 4096, their totals
 -- chained in order), bit for bit against plain Lua, for every flag, float dtype pair and op;
 -- outputs are poisoned first.
@@ -130,6 +131,18 @@ describe("the CPU's narrow columns", function()
     for fi, o in ipairs({ {}, { reverse = true, exclusive = true, masked = true }, { op = "prod" } }) do
       for _, shape in ipairs({ { 1, 70001, 2 }, { 2, 65536, 3 } }) do
         check(rng, shape, PAIRS[fi], o, true, "long lines split across threads")
+      end
+    end
+  end)
+
+  it("one long dense slab of 3 to 7 lines split in blocks walks a slab's lines together, the contract's bits", function()
+    local rng = H.rng(H.seed_for("cpu narrow split slabs"))
+    for inner = 3, 7 do
+      for fi, o in ipairs(FLAGS) do
+        if (fi + inner) % 2 == 0 then   -- half the flags a width, all of them over the widths
+          check(rng, { 1, 65536 + rng:int(1, 9000), inner }, PAIRS[(fi + inner) % #PAIRS + 1], o, true,
+                "blocks of 4096, a slab's lines walked together")
+        end
       end
     end
   end)

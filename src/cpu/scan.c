@@ -127,6 +127,9 @@ typedef struct walk_layout {
                                  * columns (inner lines, one outer stride apart), or short rows
                                  * (one line a slab, one line stride apart) */
     int64_t slab[3], nslabs;
+    int narrow_split;           /* a split scan of one dense slab of 3-7 lines: a few blocks' lines a
+                                 * step, each line's accumulator in a register (narrow walk; two lines
+                                 * walked slower so than as segments) */
     int via_rows;               /* float tiles: x's lines lie next to each other (out's along the
                                  * scan) and go through a buffer of lines along it, for the rows tiles */
 } walk_layout;
@@ -290,6 +293,7 @@ static void plan_walk(const cs_scan_plan *p, walk_layout *w)
     w->stream = w->nlines * w->len * (int64_t)cs_dtype_size(p->out_dtype) >= cs_cpu_cache_bytes();
     /* dense slabs of a few lines (the tiles left them above), and short rows: walked a few slabs at
      * a time through fixed offsets (narrow walk) */
+    w->narrow_split = dense && w->split == SPLIT_SEGMENTS && w->nouter == 1 && w->inner > 2 && w->inner < NARROW_TILE;
     if (dense && !w->split && narrow_lines(w->inner)) {
         w->narrow = (int)w->inner;
         w->nslabs = w->nouter;
@@ -675,12 +679,127 @@ typedef struct segment {
         for (int64_t j = 0; j < nb; j++) acc[j] = (NAME##_acc)t[j];                                        \
         return 1;                                                                                          \
     }                                                                                                      \
+    /* G runs of P neighbouring lines each, n steps of stride st from the offsets bx / bm / by, walked  \
+     * together: each line in order from its accumulator in a (and left there), its outputs stored    \
+     * when write (G and P constants where inlined, so that the G * P accumulators stay in registers) */ \
+    INLINE void NAME##_narrow_run(const cs_scan_plan *p, const int64_t *bx, const int64_t *bm,            \
+                                  const int64_t *by, int64_t st, int64_t n, const int G, const int P,     \
+                                  NAME##_acc *a, int write)                                               \
+    {                                                                                                      \
+        const IN_T *x = p->x;                                                                              \
+        const unsigned char *m = p->mask;                                                                  \
+        OUT_T *y = p->out;                                                                                 \
+        const int masked = m != 0, excl = p->exclusive;                                                    \
+        for (int64_t k = 0; k < n; k++)                                                                    \
+            for (int s = 0; s < G; s++)                                                                    \
+                for (int c = 0; c < P; c++) {                                                              \
+                    NAME##_acc v = (NAME##_acc)CPU_IN_##IN(x[bx[s] + k * st + c]);                        \
+                    if (masked) v = CPU_SELECT_##ACC_T(m[bm[s] + k * st + c], v, (NAME##_acc)(MASKED));    \
+                    const NAME##_acc next = OP(a[s * P + c], v);                                           \
+                    if (write) y[by[s] + k * st + c] = CPU_OUT_##OUT(excl ? a[s * P + c] : next);          \
+                    a[s * P + c] = next;                                                                   \
+                }                                                                                          \
+    }                                                                                                      \
+    /* G slabs from slab o of P lines each (narrow walk), walked together from their initial values */  \
+    INLINE void NAME##_narrow_g(const cs_scan_plan *p, const walk_layout *w, int64_t o, const int G,     \
+                                const int P)                                                              \
+    {                                                                                                      \
+        const int masked = p->mask != 0;                                                                   \
+        NAME##_acc a[NARROW_MAX];                                                                          \
+        int64_t bx[NARROW_MAX], bm[NARROW_MAX], by[NARROW_MAX];                                            \
+        for (int s = 0; s < G; s++) {                                                                      \
+            bx[s] = w->start[0] + (o + s) * w->slab[0];                                                    \
+            bm[s] = masked ? w->start[1] + (o + s) * w->slab[1] : 0;                                       \
+            by[s] = w->start[2] + (o + s) * w->slab[2];                                                    \
+            for (int c = 0; c < P; c++)                                                                    \
+                a[s * P + c] = p->initial ? CPU_INITIAL_##ACC_T(p, initial_offset(w, (o + s) * P + c))      \
+                                          : (NAME##_acc)(IDENT);                                           \
+        }                                                                                                  \
+        NAME##_narrow_run(p, bx, bm, by, w->sx[0], w->len, G, P, a, 1);                                    \
+        if (p->exclusive && !p->initial)                                                                   \
+            for (int s = 0; s < G; s++)                                                                    \
+                for (int c = 0; c < P; c++) ((OUT_T *)p->out)[by[s] + c] = CPU_OUT_##OUT((NAME##_acc)(EMPTY)); \
+    }                                                                                                      \
+    /* slabs [o0, o1): about eight lines a step (8 / P slabs), the last slabs one at a time */          \
+    INLINE void NAME##_narrow_p(const cs_scan_plan *p, const walk_layout *w, int64_t o0, int64_t o1,      \
+                                const int P)                                                              \
+    {                                                                                                      \
+        const int G = P < NARROW_TILE ? NARROW_TILE / P : 1;                                               \
+        int64_t o = o0;                                                                                    \
+        for (; o + G <= o1; o += G) NAME##_narrow_g(p, w, o, G, P);                                        \
+        for (; o < o1; o++) NAME##_narrow_g(p, w, o, 1, P);                                                \
+    }                                                                                                      \
+    VECTOR_KERNEL static void NAME##_narrow(const cs_scan_plan *p, const walk_layout *w, int64_t o0,       \
+                                            int64_t o1)                                                    \
+    {                                                                                                      \
+        switch (w->narrow) {                                                                               \
+        case 1: NAME##_narrow_p(p, w, o0, o1, 1); break;                                                   \
+        case 2: NAME##_narrow_p(p, w, o0, o1, 2); break;                                                   \
+        case 3: NAME##_narrow_p(p, w, o0, o1, 3); break;                                                   \
+        case 4: NAME##_narrow_p(p, w, o0, o1, 4); break;                                                   \
+        case 5: NAME##_narrow_p(p, w, o0, o1, 5); break;                                                   \
+        case 6: NAME##_narrow_p(p, w, o0, o1, 6); break;                                                   \
+        case 7: NAME##_narrow_p(p, w, o0, o1, 7); break;                                                   \
+        case 9: NAME##_narrow_p(p, w, o0, o1, 9); break;                                                   \
+        case 10: NAME##_narrow_p(p, w, o0, o1, 10); break;                                                 \
+        case 11: NAME##_narrow_p(p, w, o0, o1, 11); break;                                                 \
+        case 12: NAME##_narrow_p(p, w, o0, o1, 12); break;                                                 \
+        case 13: NAME##_narrow_p(p, w, o0, o1, 13); break;                                                 \
+        case 14: NAME##_narrow_p(p, w, o0, o1, 14); break;                                                 \
+        default: NAME##_narrow_p(p, w, o0, o1, 15); break;                                                 \
+        }                                                                                                  \
+    }                                                                                                      \
+    /* blocks [b0, b1) of a split scan of one dense slab of P lines (narrow_split): totals (write = 0)  \
+     * or scans from the carries in vals (line l's block b at l * per + b - b0), 8 / P blocks a step,  \
+     * each block's lines in order from its carry, the same folds as the segments walk */              \
+    INLINE void NAME##_narrow_blocks_p(const cs_scan_plan *p, const walk_layout *w, int64_t b0, int64_t b1, \
+                                       int64_t per, NAME##_acc *vals, int write, const int P)             \
+    {                                                                                                      \
+        const int G = NARROW_TILE / P;                                                                     \
+        const int64_t st = w->sx[0];                                                                       \
+        for (int64_t b = b0; b < b1;) {                                                                    \
+            const int64_t left = w->len - b * FOLD_BLOCK, n = left < FOLD_BLOCK ? left : FOLD_BLOCK;       \
+            /* G whole blocks together; the rest, and the short last block, one at a time */              \
+            const int g = b + G <= b1 && left >= (int64_t)G * FOLD_BLOCK ? G : 1;                          \
+            NAME##_acc a[NARROW_TILE];                                                                     \
+            int64_t bx[NARROW_TILE], bm[NARROW_TILE], by[NARROW_TILE];                                     \
+            for (int s = 0; s < g; s++) {                                                                  \
+                bx[s] = w->start[0] + (b + s) * FOLD_BLOCK * st;                                           \
+                bm[s] = p->mask ? w->start[1] + (b + s) * FOLD_BLOCK * st : 0;                             \
+                by[s] = w->start[2] + (b + s) * FOLD_BLOCK * st;                                           \
+                for (int c = 0; c < P; c++) a[s * P + c] = write ? vals[c * per + b + s - b0] : (NAME##_acc)(IDENT); \
+            }                                                                                              \
+            if (g == G) NAME##_narrow_run(p, bx, bm, by, st, n, G, P, a, write);                           \
+            else NAME##_narrow_run(p, bx, bm, by, st, n, 1, P, a, write);                                  \
+            if (write && b == 0 && p->exclusive && !p->initial)                                            \
+                for (int c = 0; c < P; c++) ((OUT_T *)p->out)[by[0] + c] = CPU_OUT_##OUT((NAME##_acc)(EMPTY)); \
+            if (!write)                                                                                    \
+                for (int s = 0; s < g; s++)                                                                \
+                    for (int c = 0; c < P; c++) vals[c * per + b + s - b0] = a[s * P + c];                \
+            b += g;                                                                                        \
+        }                                                                                                  \
+    }                                                                                                      \
+    VECTOR_KERNEL static void NAME##_narrow_blocks(const cs_scan_plan *p, const walk_layout *w, int64_t b0, \
+                                                   int64_t b1, int64_t per, NAME##_acc *vals, int write)  \
+    {                                                                                                      \
+        switch (w->inner) {                                                                                \
+        case 3: NAME##_narrow_blocks_p(p, w, b0, b1, per, vals, write, 3); break;                          \
+        case 4: NAME##_narrow_blocks_p(p, w, b0, b1, per, vals, write, 4); break;                          \
+        case 5: NAME##_narrow_blocks_p(p, w, b0, b1, per, vals, write, 5); break;                          \
+        case 6: NAME##_narrow_blocks_p(p, w, b0, b1, per, vals, write, 6); break;                          \
+        default: NAME##_narrow_blocks_p(p, w, b0, b1, per, vals, write, 7); break;                         \
+        }                                                                                                  \
+    }                                                                                                      \
     /* blocks [b0, b1) of every line of a split scan: totals (write = 0) or scans from the carries in     \
      * vals, which holds line l's block b at l * per + b - b0 */                                        \
     static void NAME##_blocks(const cs_scan_plan *p, const walk_layout *w, int64_t b0, int64_t b1,          \
                               int64_t per, NAME##_acc *vals, int write)                                    \
     {                                                                                                      \
         const int64_t L = w->nlines;                                                                       \
+        if (w->narrow_split) {                                                                             \
+            NAME##_narrow_blocks(p, w, b0, b1, per, vals, write);                                          \
+            return;                                                                                        \
+        }                                                                                                  \
         NAME##_acc acc[LONG_LINES > GROUP ? LONG_LINES : GROUP];                                           \
         walk_layout wb = *w;                                                                               \
         wb.outer.ndim = 0;                                                                                 \
@@ -775,69 +894,6 @@ typedef struct segment {
         }                                                                                                  \
         free(vals);                                                                                        \
         return 0;                                                                                          \
-    }                                                                                                      \
-    /* G slabs from slab o of P lines each (narrow walk), walked together: each line in order from     \
-     * its own accumulator, the same folds as the segments walk (G and P constants where inlined, so    \
-     * that the G * P accumulators stay in registers) */                                               \
-    INLINE void NAME##_narrow_g(const cs_scan_plan *p, const walk_layout *w, int64_t o, const int G,     \
-                                const int P)                                                              \
-    {                                                                                                      \
-        const IN_T *x = p->x;                                                                              \
-        const unsigned char *m = p->mask;                                                                  \
-        OUT_T *y = p->out;                                                                                 \
-        const int masked = m != 0, excl = p->exclusive;                                                    \
-        const int64_t st = w->sx[0], n = w->len;                                                           \
-        NAME##_acc a[NARROW_MAX];                                                                          \
-        int64_t bx[NARROW_MAX], bm[NARROW_MAX], by[NARROW_MAX];                                            \
-        for (int s = 0; s < G; s++) {                                                                      \
-            bx[s] = w->start[0] + (o + s) * w->slab[0];                                                    \
-            bm[s] = masked ? w->start[1] + (o + s) * w->slab[1] : 0;                                       \
-            by[s] = w->start[2] + (o + s) * w->slab[2];                                                    \
-            for (int c = 0; c < P; c++)                                                                    \
-                a[s * P + c] = p->initial ? CPU_INITIAL_##ACC_T(p, initial_offset(w, (o + s) * P + c))      \
-                                          : (NAME##_acc)(IDENT);                                           \
-        }                                                                                                  \
-        for (int64_t k = 0; k < n; k++)                                                                    \
-            for (int s = 0; s < G; s++)                                                                    \
-                for (int c = 0; c < P; c++) {                                                              \
-                    NAME##_acc v = (NAME##_acc)CPU_IN_##IN(x[bx[s] + k * st + c]);                        \
-                    if (masked) v = CPU_SELECT_##ACC_T(m[bm[s] + k * st + c], v, (NAME##_acc)(MASKED));    \
-                    const NAME##_acc next = OP(a[s * P + c], v);                                           \
-                    y[by[s] + k * st + c] = CPU_OUT_##OUT(excl ? a[s * P + c] : next);                     \
-                    a[s * P + c] = next;                                                                   \
-                }                                                                                          \
-        if (excl && !p->initial)                                                                           \
-            for (int s = 0; s < G; s++)                                                                    \
-                for (int c = 0; c < P; c++) y[by[s] + c] = CPU_OUT_##OUT((NAME##_acc)(EMPTY));              \
-    }                                                                                                      \
-    /* slabs [o0, o1): about eight lines a step (8 / P slabs), the last slabs one at a time */          \
-    INLINE void NAME##_narrow_p(const cs_scan_plan *p, const walk_layout *w, int64_t o0, int64_t o1,      \
-                                const int P)                                                              \
-    {                                                                                                      \
-        const int G = P < NARROW_TILE ? NARROW_TILE / P : 1;                                               \
-        int64_t o = o0;                                                                                    \
-        for (; o + G <= o1; o += G) NAME##_narrow_g(p, w, o, G, P);                                        \
-        for (; o < o1; o++) NAME##_narrow_g(p, w, o, 1, P);                                                \
-    }                                                                                                      \
-    VECTOR_KERNEL static void NAME##_narrow(const cs_scan_plan *p, const walk_layout *w, int64_t o0,       \
-                                            int64_t o1)                                                    \
-    {                                                                                                      \
-        switch (w->narrow) {                                                                               \
-        case 1: NAME##_narrow_p(p, w, o0, o1, 1); break;                                                   \
-        case 2: NAME##_narrow_p(p, w, o0, o1, 2); break;                                                   \
-        case 3: NAME##_narrow_p(p, w, o0, o1, 3); break;                                                   \
-        case 4: NAME##_narrow_p(p, w, o0, o1, 4); break;                                                   \
-        case 5: NAME##_narrow_p(p, w, o0, o1, 5); break;                                                   \
-        case 6: NAME##_narrow_p(p, w, o0, o1, 6); break;                                                   \
-        case 7: NAME##_narrow_p(p, w, o0, o1, 7); break;                                                   \
-        case 9: NAME##_narrow_p(p, w, o0, o1, 9); break;                                                   \
-        case 10: NAME##_narrow_p(p, w, o0, o1, 10); break;                                                 \
-        case 11: NAME##_narrow_p(p, w, o0, o1, 11); break;                                                 \
-        case 12: NAME##_narrow_p(p, w, o0, o1, 12); break;                                                 \
-        case 13: NAME##_narrow_p(p, w, o0, o1, 13); break;                                                 \
-        case 14: NAME##_narrow_p(p, w, o0, o1, 14); break;                                                 \
-        default: NAME##_narrow_p(p, w, o0, o1, 15); break;                                                 \
-        }                                                                                                  \
     }                                                                                                      \
     static int NAME##_run(const cs_scan_plan *p, const walk_layout *w)                                      \
     {                                                                                                      \
@@ -951,6 +1007,7 @@ typedef int (*scan_fn)(const cs_scan_plan *, const walk_layout *);
 
 static const char *walk_name(const walk_layout *w)
 {
+    if (w->split && w->narrow_split) return "long lines split across threads in blocks of 4096, a slab's lines walked together";
     if (w->split) return "long lines split across threads in blocks of 4096";
     if (w->narrow == 1) return "short lines walked eight together";
     if (w->narrow) return "whole slabs walked together";
