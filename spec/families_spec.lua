@@ -302,7 +302,7 @@ describe("kernel families #cuda", function()
     assert.equal("columns", family({ 1000, 9, 4096 }, 2))
     assert.equal(hopper and "columns" or "slabs", family({ 2, 262144, 121 }, 2, "float64"))
     assert.equal("slabs", family({ 4, 400000, 16 }, 2, "float64"))   -- a window of flags joins these
-    assert.equal("slabs", family({ 20000, 128, 21 }, 2, "float64"))
+    assert.equal("slabs", family({ 2000, 128, 21 }, 2, "float64"))
     assert.equal(hopper and "columns" or "slabs", family({ 2, 150000, 215 }, 2))
     local odd = cs.zeros({ 50, 281, 1207 }, { device = "cuda" })
     assert.matches(hopper and "^cuda slabs/" or "^cuda columns/", cs.explain(odd, 2, { mask = odd:gt(0) }))
