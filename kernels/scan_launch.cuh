@@ -671,9 +671,9 @@ template <class S>
 Family columns_or_slabs(const cs_scan_plan *p, Family family)
 {
     using P = typename S::P;
-    const cs_scan_plan c = as_columns(p);
     const int64_t inner_bytes = (int64_t)sizeof(typename S::InT) * p->flat_inner;
     auto columns_fit = [&] {
+        const cs_scan_plan c = as_columns(p);
         const ColumnUnit u = column_unit<S>(&c);
         if (u.rows_per_warp < P::kColumnsMinRowsPerWarp) return false;
         if (!S::MASKED || P::kColumnsMaskedMinLen == 0) return true;

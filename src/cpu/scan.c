@@ -700,6 +700,14 @@ typedef struct segment {
                     a[s * P + c] = next;                                                                   \
                 }                                                                                          \
     }                                                                                                      \
+    /* an exclusive scan without initial values: the first outputs of the G runs that start their      \
+     * lines (at by) are the empty prefix */                                                           \
+    INLINE void NAME##_narrow_first(const cs_scan_plan *p, const int64_t *by, const int G, const int P)  \
+    {                                                                                                      \
+        if (!p->exclusive || p->initial) return;                                                           \
+        for (int s = 0; s < G; s++)                                                                        \
+            for (int c = 0; c < P; c++) ((OUT_T *)p->out)[by[s] + c] = CPU_OUT_##OUT((NAME##_acc)(EMPTY));  \
+    }                                                                                                      \
     /* G slabs from slab o of P lines each (narrow walk), walked together from their initial values */  \
     INLINE void NAME##_narrow_g(const cs_scan_plan *p, const walk_layout *w, int64_t o, const int G,     \
                                 const int P)                                                              \
@@ -716,9 +724,7 @@ typedef struct segment {
                                           : (NAME##_acc)(IDENT);                                           \
         }                                                                                                  \
         NAME##_narrow_run(p, bx, bm, by, w->sx[0], w->len, G, P, a, 1);                                    \
-        if (p->exclusive && !p->initial)                                                                   \
-            for (int s = 0; s < G; s++)                                                                    \
-                for (int c = 0; c < P; c++) ((OUT_T *)p->out)[by[s] + c] = CPU_OUT_##OUT((NAME##_acc)(EMPTY)); \
+        NAME##_narrow_first(p, by, G, P);                                                                  \
     }                                                                                                      \
     /* slabs [o0, o1): about eight lines a step (8 / P slabs), the last slabs one at a time */          \
     INLINE void NAME##_narrow_p(const cs_scan_plan *p, const walk_layout *w, int64_t o0, int64_t o1,      \
@@ -771,8 +777,7 @@ typedef struct segment {
             }                                                                                              \
             if (g == G) NAME##_narrow_run(p, bx, bm, by, st, n, G, P, a, write);                           \
             else NAME##_narrow_run(p, bx, bm, by, st, n, 1, P, a, write);                                  \
-            if (write && b == 0 && p->exclusive && !p->initial)                                            \
-                for (int c = 0; c < P; c++) ((OUT_T *)p->out)[by[0] + c] = CPU_OUT_##OUT((NAME##_acc)(EMPTY)); \
+            if (write && b == 0) NAME##_narrow_first(p, by, 1, P);                                         \
             if (!write)                                                                                    \
                 for (int s = 0; s < g; s++)                                                                \
                     for (int c = 0; c < P; c++) vals[c * per + b + s - b0] = a[s * P + c];                \
